@@ -1,0 +1,128 @@
+// The runtime's entry points: run, go, yield, this_g.
+//
+//   int main() {
+//     return nugo::run([] {
+//       nugo::WaitGroup wg;
+//       wg.add(1);
+//       nugo::go([&] { std::puts("hello from a goroutine"); wg.done(); });
+//       wg.wait();
+//     });
+//   }
+#pragma once
+
+#include <cstdint>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "nugo/config.hpp"
+
+namespace nugo {
+namespace detail {
+
+// A goroutine's entry function, type-erased. It lives inside the G (G derives from it), so
+// spawning a small closure allocates nothing once Gs are recycled.
+struct Closure {
+  static constexpr std::size_t kInline = 64;
+  void (*invoke)(void* obj) = nullptr;   // runs the function, then destroys it
+  void (*discard)(void* obj) = nullptr;  // destroys it without running (runtime teardown)
+  void* obj = nullptr;
+  alignas(16) unsigned char buf[kInline];
+};
+
+// Spawning is split so that the closure is constructed in place: newg() hands out a G
+// (recycled when possible), newproc() makes it runnable.
+Closure* newg();
+void newproc(Closure* g);
+void freeg_unstarted(Closure* g);  // the closure's constructor threw
+
+template <class Fn, class F>
+void bind_closure(Closure* c, F&& f) {
+  if constexpr (sizeof(Fn) <= Closure::kInline && alignof(Fn) <= 16 &&
+                std::is_nothrow_move_constructible_v<Fn>) {
+    c->obj = ::new (static_cast<void*>(c->buf)) Fn(std::forward<F>(f));
+    c->invoke = [](void* o) {
+      Fn* fn = static_cast<Fn*>(o);
+      struct Destroy { Fn* fn; ~Destroy() { fn->~Fn(); } } destroy{fn};
+      (*fn)();
+    };
+    c->discard = [](void* o) { static_cast<Fn*>(o)->~Fn(); };
+  } else {
+    c->obj = new Fn(std::forward<F>(f));
+    c->invoke = [](void* o) {
+      Fn* fn = static_cast<Fn*>(o);
+      struct Destroy { Fn* fn; ~Destroy() { delete fn; } } destroy{fn};
+      (*fn)();
+    };
+    c->discard = [](void* o) { delete static_cast<Fn*>(o); };
+  }
+}
+
+// Runs body(arg) as the main goroutine of a new runtime instance and tears it down after.
+// With exit_on_bad_config, a malformed configuration or topology is printed as
+// "nugo: <what>" and the process exits with status 2 instead of throwing.
+void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_bad_config);
+Config config_from_env_or_exit();
+int gomaxprocs();
+
+template <class F>
+int run(F& main, const Config& cfg, bool exit_on_bad_config) {
+  int result = 0;
+  auto body = [&] {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>>)
+      main();
+    else
+      result = static_cast<int>(main());
+  };
+  using Body = decltype(body);
+  run_main(cfg, [](void* b) { (*static_cast<Body*>(b))(); }, &body, exit_on_bad_config);
+  return result;
+}
+
+}  // namespace detail
+
+// Starts the runtime, runs main as the main goroutine and returns when it returns (with its
+// int result, or 0). Goroutines still alive then are abandoned, as in Go; the runtime is torn
+// down so that run() may be called again. Throws ConfigError or topo::TopologyError for a bad
+// cfg, std::logic_error when called inside a running runtime.
+template <class F>
+int run(F main, Config cfg) {
+  return detail::run(main, cfg, false);
+}
+
+// As above with Config::from_env(). A malformed NUGO_* variable or topology is reported on
+// stderr, naming the variable, and the process exits with status 2.
+template <class F>
+int run(F main) {
+  return detail::run(main, detail::config_from_env_or_exit(), true);
+}
+
+// Starts f as a new goroutine (Go's `go f()`). From a goroutine it goes to the P's runnext
+// slot, so it runs next and inherits the time slice; from any other thread it goes to the
+// global run queue and wakes an idle P. The runtime must be running (else std::logic_error).
+template <class F>
+void go(F&& f) {
+  using Fn = std::decay_t<F>;
+  detail::Closure* c = detail::newg();
+  try {
+    detail::bind_closure<Fn>(c, std::forward<F>(f));
+  } catch (...) {
+    detail::freeg_unstarted(c);
+    throw;
+  }
+  detail::newproc(c);
+}
+
+// Go's runtime.Gosched: puts the calling goroutine on the global run queue and runs another.
+// From a thread that is not a goroutine it yields the OS thread.
+void yield();
+
+// The number of Ps of the running runtime (Go's runtime.GOMAXPROCS(0)), or 0 if none runs.
+inline int gomaxprocs() { return detail::gomaxprocs(); }
+
+namespace this_g {
+// The calling goroutine's id (the main goroutine is 1), or 0 outside any goroutine.
+std::int64_t id();
+}  // namespace this_g
+
+}  // namespace nugo

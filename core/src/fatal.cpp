@@ -1,0 +1,20 @@
+#include "fatal.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+namespace nugo::detail {
+
+void fatal(const char* fmt, ...) {
+  std::fputs("fatal error: ", stderr);
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::_Exit(2);
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,44 @@
+// Futex-based building blocks: Lock (Go's runtime mutex) and Note (Go's one-shot wake-up,
+// used to park an M). Both sleep in the kernel, never in a goroutine: they block the whole
+// M and are for the scheduler's own short critical sections and for idle Ms.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace nugo::detail {
+
+void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected);
+void futex_wake(std::atomic<std::uint32_t>* addr, int count);
+
+// A three-state mutex (0 free, 1 locked, 2 locked with sleepers) with a short spin before
+// sleeping, as the critical sections it guards (run queue batches, idle lists) are tiny.
+class Lock {
+ public:
+  void lock() {
+    std::uint32_t free = 0;
+    if (state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) return;
+    lock_slow();
+  }
+  void unlock() {
+    if (state_.exchange(0, std::memory_order_release) == 2) futex_wake(&state_, 1);
+  }
+
+ private:
+  void lock_slow();
+  std::atomic<std::uint32_t> state_{0};
+};
+
+// A one-shot event: sleep() returns once wakeup() has been called; clear() re-arms it.
+// Exactly one waker per arming: a second wakeup() before clear() is a scheduler bug.
+class Note {
+ public:
+  void wakeup();
+  void sleep();
+  void clear() { key_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint32_t> key_{0};
+};
+
+}  // namespace nugo::detail

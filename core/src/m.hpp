@@ -1,0 +1,50 @@
+// M: an OS thread. It runs the scheduler on its own thread stack (g0) and switches to
+// goroutines from there; every switch goes G -> g0 -> G, as in Go.
+#pragma once
+
+#include <cstdint>
+#include <thread>
+
+#include "context.hpp"
+#include "futex.hpp"
+
+namespace nugo::detail {
+
+struct G;
+struct P;
+struct Domain;
+
+struct M {
+  int id = 0;
+  std::thread thread;
+  Domain* domain = nullptr;
+  P* p = nullptr;       // attached P while running Go code
+  P* nextp = nullptr;   // P handed over by startm before the wake-up
+  G* curg = nullptr;    // the goroutine running on this M
+  bool spinning = false;
+  Note park;            // sleeps here while idle (stopm)
+  M* schedlink = nullptr;  // idle M list
+
+  fcontext_t g0ctx = nullptr;  // the scheduler's context while a goroutine runs
+  SanitizerStack g0san;        // ASan's view of the thread stack
+
+  // gopark's arguments, handed to park_m on g0.
+  bool (*waitunlockf)(G*, void*) = nullptr;
+  void* waitlock = nullptr;
+
+  std::uint64_t fastrand = 0;
+  void* altstack = nullptr;  // alternate signal stack for the stack-overflow handler
+
+  std::uint32_t rand() {  // wyrand
+    fastrand += 0xa0761d6478bd642full;
+    __uint128_t r = static_cast<__uint128_t>(fastrand) * (fastrand ^ 0xe7037ed1a0b428dbull);
+    return static_cast<std::uint32_t>((r >> 64) ^ r);
+  }
+};
+
+// The M of the calling thread, or nullptr on threads the runtime did not start. Not inlined
+// on purpose: a goroutine may resume on another thread, and the compiler must not reuse a
+// thread-local address computed before a switch.
+M* getm();
+
+}  // namespace nugo::detail

@@ -1,0 +1,58 @@
+// P: a logical processor. Holds what a running M needs without taking a lock: the local run
+// queue, runnext, the goid cache, and caches of free Gs and stacks.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "g.hpp"
+#include "stack.hpp"
+
+namespace nugo::detail {
+
+struct M;
+struct Domain;
+
+enum class PStatus : std::uint8_t { idle, running, syscall, dead };
+
+inline constexpr std::uint32_t kRunqSize = 256;
+inline constexpr int kGoidCacheBatch = 16;   // Go's _GoidCacheBatch
+inline constexpr int kGFreeMax = 64;         // gfput: above this, move half to the global list
+inline constexpr int kGFreeRefill = 32;      // gfget: refill this many from the global list
+
+struct P {
+  int id = 0;
+  std::atomic<PStatus> status{PStatus::idle};
+  Domain* domain = nullptr;
+  M* m = nullptr;         // the M it is attached to, if running
+  P* link = nullptr;      // idle P list
+  std::uint32_t schedtick = 0;  // schedules that did not inherit a time slice
+
+  // The local run queue: a 256-slot ring with one producer (the owner) and CAS consumers
+  // (the owner and thieves), plus runnext. See runq.cpp.
+  std::atomic<std::uint32_t> runqhead{0};
+  std::atomic<std::uint32_t> runqtail{0};
+  std::array<std::atomic<G*>, kRunqSize> runq{};
+  std::atomic<G*> runnext{nullptr};
+
+  std::int64_t goidcache = 0;
+  std::int64_t goidcacheend = 0;
+
+  GList gfree;                      // dead Gs (without stacks)
+  FreeStack* stackcache = nullptr;  // free stacks (Go keeps these in mcache)
+  int nstackcache = 0;
+};
+
+// Run queue operations, named as in Go's proc.go.
+void runqput(P* pp, G* gp, bool next);
+struct RunqResult { G* gp; bool inherit_time; };
+RunqResult runqget(P* pp);
+bool runqempty(const P* pp);
+std::uint32_t runqlen(const P* pp);
+G* runqsteal(P* pp, P* victim, bool steal_runnext);
+
+// Global run queue of pp's domain; the caller holds the domain lock.
+G* globrunqget(P* pp, int max);
+
+}  // namespace nugo::detail

@@ -1,0 +1,589 @@
+// The scheduler: goroutine lifecycle, the scheduling loop, and M/P management, after Go's
+// proc.go. Read core/README.md first; the protocol comments here assume it.
+//
+// Where each function runs:
+//   on a goroutine's stack:  newproc, gopark, goready, mcall, yield
+//   on g0 (an M's thread stack, no goroutine):  everything named *_m, execute, findrunnable,
+//     steal_work, stopm, and mstart's loop
+//   anywhere (goroutine, g0, foreign thread):  goready, wakep, startm
+//
+// Worker parking and unparking (the part that must lose no wake-up), as in Go:
+//   A submitter makes a G runnable (runqput or globrunqput), then calls wakep(), which starts
+//   a spinning M if there is an idle P and nobody is spinning. A spinning M that finds work
+//   stops spinning and, if it was the last spinner, calls wakep() for the rest of the work.
+//   A spinning M that finds nothing first drops its P, then decrements nmspinning, then
+//   re-checks every run queue of its domain. Both sides do "publish, then look" with a full
+//   fence (StoreLoad) between, so at least one sees the other: either the submitter sees
+//   nmspinning == 0 and wakes someone, or the spinner sees the new G.
+//   At most half of the busy Ps have a spinning M (2*nmspinning < gomaxprocs - npidle), so
+//   idle Ms do not burn CPU when there is little to steal.
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "fatal.hpp"
+#include "sched.hpp"
+#include "signals.hpp"
+
+#if NUGO_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace nugo::detail {
+
+Sched* sched = nullptr;
+
+namespace {
+
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto sc = std::memory_order_seq_cst;
+constexpr int kStealTries = 4;
+constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
+
+thread_local M* tls_m = nullptr;
+
+using McallFn = void (*)(G*);
+
+// ---- G and stack caches (gfget/gfput, stackalloc/stackfree) ----
+
+G* gfget(P* pp) {
+  if (!pp->gfree.head && sched->ngfree.load(rlx) > 0) {
+    sched->glock.lock();
+    while (pp->gfree.n < kGFreeRefill) {
+      G* gp = sched->gfree.pop();
+      if (!gp) break;
+      pp->gfree.push(gp);
+    }
+    sched->ngfree.store(sched->gfree.n, rlx);
+    sched->glock.unlock();
+  }
+  return pp->gfree.pop();
+}
+
+void gfput(P* pp, G* gp) {
+  pp->gfree.push(gp);
+  if (pp->gfree.n < kGFreeMax) return;
+  sched->glock.lock();
+  while (pp->gfree.n > kGFreeMax / 2) sched->gfree.push(pp->gfree.pop());
+  sched->ngfree.store(sched->gfree.n, rlx);
+  sched->glock.unlock();
+}
+
+Stack stackalloc(P* pp) {
+  if (!pp->stackcache) pp->nstackcache += sched->stacks.get_batch(&pp->stackcache, kGFreeRefill);
+  FreeStack* f = pp->stackcache;
+  pp->stackcache = f->next;
+  --pp->nstackcache;
+  return StackPool::from_free(f, sched->stacks.stack_size());
+}
+
+void stackfree(P* pp, const Stack& s) {
+  FreeStack* f = StackPool::to_free(s);
+  f->next = pp->stackcache;
+  pp->stackcache = f;
+  if (++pp->nstackcache < kGFreeMax) return;
+  sched->stacks.put_batch(&pp->stackcache, kGFreeMax / 2);
+  pp->nstackcache -= kGFreeMax / 2;
+}
+
+void check_canary(const G* gp) {
+  if (*reinterpret_cast<const std::uint64_t*>(gp->stack.lo) != kStackCanary)
+    fatal("goroutine %lld: stack overflow (stack size %zu, raise NUGO_STACK); detected by canary",
+          static_cast<long long>(gp->goid), gp->stack.size());
+}
+
+std::int64_t next_goid(P* pp) {
+  if (pp->goidcache == pp->goidcacheend) {
+    pp->goidcache = sched->goidgen.fetch_add(kGoidCacheBatch, rlx) + 1;
+    pp->goidcacheend = pp->goidcache + kGoidCacheBatch;
+  }
+  return pp->goidcache++;
+}
+
+// ---- switching ----
+
+// Switches from the running goroutine to its M's g0 and runs fn(gp) there (Go's mcall).
+// Returns when something makes gp run again, possibly on another M.
+void mcall(McallFn fn);
+void goexit0(G* gp);
+
+[[noreturn]] void panic_exit(const G* gp, const char* what) {
+  std::fprintf(stderr, "panic: %s\n\ngoroutine %lld [running]:\n(exception escaped the goroutine)\n",
+               what, static_cast<long long>(gp->goid));
+  std::fflush(stderr);
+  std::_Exit(2);
+}
+
+// Every goroutine starts here, on its own stack, entered from execute().
+[[noreturn]] void gentry(transfer_t t) {
+  G* gp = static_cast<G*>(t.data);
+  getm()->g0ctx = t.fctx;
+  sanitizer_finish_switch(gp->san);
+  try {
+    gp->invoke(gp->obj);
+  } catch (const std::exception& e) {
+    panic_exit(gp, e.what());
+  } catch (...) {
+    panic_exit(gp, "unknown exception (not derived from std::exception)");
+  }
+  gp->obj = nullptr;
+  mcall(goexit0);
+  fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
+}
+
+void mcall(McallFn fn) {
+  M* m = getm();
+  G* gp = m->curg;
+  sanitizer_start_switch(fn == goexit0 ? nullptr : &gp->san, m->g0san);
+  transfer_t t = jump_fcontext(m->g0ctx, reinterpret_cast<void*>(fn));
+  getm()->g0ctx = t.fctx;  // getm() again: we may be on another thread now
+  sanitizer_finish_switch(gp->san);
+}
+
+// Runs gp on the current M until it switches back, then finishes the switch on g0.
+void execute(M* m, G* gp, bool inherit_time) {
+  P* pp = m->p;
+  m->curg = gp;
+  gp->m = m;
+  gp->status.store(GStatus::running, rlx);
+  if (!inherit_time) ++pp->schedtick;
+  if (!gp->ctx) {
+    // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
+    gp->stack = stackalloc(pp);
+    gp->san = {gp->stack.lo, gp->stack.size(), nullptr};
+#if NUGO_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(gp->stack.lo, gp->stack.size());
+#endif
+    gp->ctx = make_fcontext(gp->stack.hi, gp->stack.size(), gentry);
+  }
+  sanitizer_start_switch(&m->g0san, gp->san);
+  transfer_t t = jump_fcontext(gp->ctx, gp);
+  sanitizer_finish_switch(m->g0san);
+  gp->ctx = t.fctx;
+  m->curg = nullptr;
+  if (!gp->stack.guarded) check_canary(gp);
+  reinterpret_cast<McallFn>(t.data)(gp);
+}
+
+// ---- what a goroutine asks g0 to do after switching away (the mcall functions) ----
+
+void goexit0(G* gp) {
+  P* pp = getm()->p;
+  gp->status.store(GStatus::dead, rlx);
+  gp->m = nullptr;
+  gp->waitreason = WaitReason::none;
+  stackfree(pp, gp->stack);
+  gp->stack = {};
+  gp->ctx = nullptr;
+  gfput(pp, gp);
+}
+
+void gosched_m(G* gp) {
+  Domain* d = getm()->p->domain;
+  gp->status.store(GStatus::runnable, rlx);
+  d->lock.lock();
+  globrunqput(d, gp);
+  d->lock.unlock();
+}
+
+void park_m(G* gp) {
+  M* m = getm();
+  gp->status.store(GStatus::waiting, std::memory_order_release);
+  auto unlockf = m->waitunlockf;
+  m->waitunlockf = nullptr;
+  if (unlockf && !unlockf(gp, m->waitlock)) {
+    // The waiter changed its mind: run it again, keeping its time slice.
+    gp->status.store(GStatus::runnable, rlx);
+    runqput(m->p, gp, true);
+  }
+}
+
+// ---- P and M lists (domain lock held where noted in sched.hpp) ----
+
+void mput(Domain* d, M* m) {
+  m->schedlink = d->midle;
+  d->midle = m;
+}
+
+M* mget(Domain* d) {
+  M* m = d->midle;
+  if (m) d->midle = m->schedlink;
+  return m;
+}
+
+void newm(Domain* d, P* pp, bool spinning) {
+  sched->mlock.lock();
+  if (sched->stopping.load(rlx)) {
+    sched->mlock.unlock();
+    return;
+  }
+  if (static_cast<int>(sched->allm.size()) >= Sched::kMaxMCount)
+    fatal("thread limit: %d OS threads exhausted", Sched::kMaxMCount);
+  auto* m = new M;
+  m->id = static_cast<int>(sched->allm.size());
+  m->domain = d;
+  m->nextp = pp;
+  m->spinning = spinning;
+  m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
+  sched->allm.push_back(m);
+  try {
+    m->thread = std::thread(mstart, m);
+  } catch (const std::system_error& e) {
+    fatal("newm: cannot create an OS thread: %s", e.what());
+  }
+  sched->mlock.unlock();
+}
+
+// Parks the M until startm hands it a P (or the runtime stops).
+void stopm(M* m) {
+  Domain* d = m->domain;
+  d->lock.lock();
+  if (sched->stopping.load(rlx)) {
+    d->lock.unlock();
+    return;
+  }
+  mput(d, m);
+  d->lock.unlock();
+  m->park.sleep();
+  m->park.clear();
+  if (m->nextp) {
+    acquirep(m->nextp);
+    m->nextp = nullptr;
+  }
+}
+
+void resetspinning(M* m) {
+  Domain* d = m->domain;
+  m->spinning = false;
+  if (d->nmspinning.fetch_sub(1, sc) <= 0) fatal("resetspinning: negative nmspinning");
+  wakep();
+}
+
+// Steals half of some other P's queue: 4 rounds over all Ps of the domain in random order;
+// the last round may also take a victim's runnext.
+G* steal_work(M* m, P* pp) {
+  Domain* d = pp->domain;
+  for (int round = 0; round < kStealTries; ++round) {
+    bool last = round == kStealTries - 1;
+    for (auto e = d->steal_order.start(m->rand()); !e.done(); e.next()) {
+      if (sched->stopping.load(rlx)) return nullptr;
+      P* victim = d->ps[e.position()];
+      if (victim == pp || victim->status.load(rlx) == PStatus::idle) continue;
+      if (G* gp = runqsteal(pp, victim, last)) return gp;
+    }
+  }
+  return nullptr;
+}
+
+// After giving up its P, a former spinner looks at every queue once more (the StoreLoad
+// half of the protocol) and takes an idle P back if it sees work.
+P* check_runqs_nop(Domain* d) {
+  bool work = d->runqsize.load(sc) > 0;
+  for (P* p : d->ps) work = work || !runqempty(p);
+  if (!work) return nullptr;
+  d->lock.lock();
+  P* pp = pidleget(d);
+  d->lock.unlock();
+  return pp;
+}
+
+// Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
+// the runtime is stopping. Go's findRunnable, in Go's order.
+G* findrunnable(M* m, bool* inherit_time) {
+  *inherit_time = false;
+top:
+  if (sched->stopping.load(rlx)) return nullptr;
+  P* pp = m->p;
+  Domain* d = pp->domain;
+
+  // Fairness: two goroutines readying each other through runnext would otherwise keep the
+  // global queue waiting forever.
+  if (pp->schedtick % kGlobalQueueTick == 0 && d->runqsize.load(rlx) > 0) {
+    d->lock.lock();
+    G* gp = globrunqget(pp, 1);
+    d->lock.unlock();
+    if (gp) return gp;
+  }
+  if (auto [gp, inherit] = runqget(pp); gp) {
+    *inherit_time = inherit;
+    return gp;
+  }
+  if (d->runqsize.load(rlx) > 0) {
+    d->lock.lock();
+    G* gp = globrunqget(pp, 0);
+    d->lock.unlock();
+    if (gp) return gp;
+  }
+
+  int busy = static_cast<int>(d->ps.size()) - d->npidle.load(sc);
+  if (m->spinning || 2 * d->nmspinning.load(sc) < busy) {
+    if (!m->spinning) {
+      m->spinning = true;
+      d->nmspinning.fetch_add(1, sc);
+    }
+    if (G* gp = steal_work(m, pp)) return gp;
+  }
+
+  // Nothing anywhere: give the P back. The global queue is re-checked under the same lock
+  // that submitters from foreign threads take, so their wakep sees this P idle.
+  d->lock.lock();
+  if (d->runqsize.load(rlx) > 0) {
+    G* gp = globrunqget(pp, 0);
+    d->lock.unlock();
+    return gp;
+  }
+  if (releasep() != pp) fatal("findrunnable: wrong P");
+  pidleput(pp);
+  d->lock.unlock();
+
+  if (m->spinning) {
+    m->spinning = false;
+    if (d->nmspinning.fetch_sub(1, sc) <= 0) fatal("findrunnable: negative nmspinning");
+    if (P* p2 = check_runqs_nop(d)) {
+      acquirep(p2);
+      m->spinning = true;
+      d->nmspinning.fetch_add(1, sc);
+      goto top;
+    }
+  }
+  stopm(m);
+  goto top;
+}
+
+void install_sigaltstack(M* m) { m->altstack = signals::install_altstack(); }
+
+void record_g0_stack([[maybe_unused]] M* m) {
+#if NUGO_ASAN
+  pthread_attr_t attr;
+  pthread_getattr_np(pthread_self(), &attr);
+  void* addr = nullptr;
+  std::size_t size = 0;
+  pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  m->g0san = {addr, size, nullptr};
+#endif
+}
+
+}  // namespace
+
+M* getm() __attribute__((noipa));
+M* getm() { return tls_m; }
+
+G* getg() {
+  M* m = getm();
+  return m ? m->curg : nullptr;
+}
+
+// ---- Ms and Ps ----
+
+void mstart(M* m) {
+  tls_m = m;
+  install_sigaltstack(m);
+  record_g0_stack(m);
+  if (m->nextp) {
+    acquirep(m->nextp);
+    m->nextp = nullptr;
+  }
+  for (;;) {
+    bool inherit_time = false;
+    G* gp = findrunnable(m, &inherit_time);
+    if (!gp) break;
+    if (m->spinning) resetspinning(m);
+    execute(m, gp, inherit_time);
+  }
+  signals::remove_altstack(m->altstack);
+  tls_m = nullptr;
+}
+
+void acquirep(P* pp) {
+  M* m = getm();
+  if (pp->status.load(rlx) != PStatus::idle || pp->m) fatal("acquirep: P %d is not idle", pp->id);
+  m->p = pp;
+  pp->m = m;
+  pp->status.store(PStatus::running, rlx);
+}
+
+P* releasep() {
+  M* m = getm();
+  P* pp = m->p;
+  if (!pp || pp->m != m) fatal("releasep: P not owned by this M");
+  pp->m = nullptr;
+  pp->status.store(PStatus::idle, rlx);
+  m->p = nullptr;
+  return pp;
+}
+
+void pidleput(P* pp) {
+  if (!runqempty(pp)) fatal("pidleput: P %d has a non-empty run queue", pp->id);
+  Domain* d = pp->domain;
+  pp->link = d->pidle;
+  d->pidle = pp;
+  d->npidle.fetch_add(1, sc);
+}
+
+P* pidleget(Domain* d) {
+  P* pp = d->pidle;
+  if (pp) {
+    d->pidle = pp->link;
+    d->npidle.fetch_sub(1, sc);
+  }
+  return pp;
+}
+
+// Starts an M (idle or new) on pp, or on an idle P if pp is nullptr. With spinning, the
+// caller has already counted the new M in nmspinning, and undoes that if no P is idle.
+void startm(P* pp, bool spinning) {
+  Domain* d = pp ? pp->domain : sched->domains.front().get();
+  d->lock.lock();
+  if (!pp) {
+    pp = pidleget(d);
+    if (!pp) {
+      d->lock.unlock();
+      if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
+      return;
+    }
+  }
+  M* m = mget(d);
+  if (!m) {
+    d->lock.unlock();
+    newm(d, pp, spinning);
+    return;
+  }
+  m->spinning = spinning;
+  m->nextp = pp;
+  d->lock.unlock();
+  m->park.wakeup();
+}
+
+void wakep() {
+  Domain* d = sched->domains.front().get();
+  if (d->npidle.load(sc) == 0) return;
+  std::int32_t zero = 0;
+  if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
+  startm(nullptr, true);
+}
+
+// ---- goroutine lifecycle ----
+
+Closure* newg() {
+  if (!sched) throw std::logic_error("nugo::go: the runtime is not running (call it within nugo::run)");
+  M* m = getm();
+  G* gp = m && m->p ? gfget(m->p) : nullptr;
+  if (!gp) {
+    gp = new G;
+    sched->glock.lock();
+    sched->allgs.push_back(gp);
+    sched->glock.unlock();
+  }
+  return gp;
+}
+
+void freeg_unstarted(Closure* c) {
+  G* gp = static_cast<G*>(c);
+  gp->status.store(GStatus::dead, rlx);
+  sched->glock.lock();
+  sched->gfree.push(gp);
+  sched->ngfree.store(sched->gfree.n, rlx);
+  sched->glock.unlock();
+}
+
+void newproc(Closure* c) {
+  G* gp = static_cast<G*>(c);
+  M* m = getm();
+  P* pp = m ? m->p : nullptr;
+  gp->status.store(GStatus::runnable, rlx);
+  if (pp) {
+    gp->goid = next_goid(pp);
+    runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
+  } else {
+    gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
+    Domain* d = sched->domains.front().get();
+    d->lock.lock();
+    globrunqput(d, gp);
+    d->lock.unlock();
+  }
+  wakep();
+}
+
+void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
+  M* m = getm();
+  G* gp = m->curg;
+  if (!gp) fatal("gopark: not on a goroutine");
+  gp->waitreason = reason;
+  m->waitunlockf = unlockf;
+  m->waitlock = lock;
+  mcall(park_m);
+}
+
+void goready(G* gp) {
+  GStatus waiting = GStatus::waiting;
+  if (!gp->status.compare_exchange_strong(waiting, GStatus::runnable, std::memory_order_acquire))
+    fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
+          to_string(waiting));
+  gp->waitreason = WaitReason::none;
+  M* m = getm();
+  if (m && m->p) {
+    runqput(m->p, gp, true);
+  } else {
+    Domain* d = sched->domains.front().get();
+    d->lock.lock();
+    globrunqput(d, gp);
+    d->lock.unlock();
+  }
+  wakep();
+}
+
+void gosched() { mcall(gosched_m); }
+
+// ---- StealOrder ----
+
+void StealOrder::reset(std::uint32_t count) {
+  count_ = count;
+  coprimes_.clear();
+  for (std::uint32_t i = 1; i <= count; ++i) {
+    std::uint32_t a = i, b = count;
+    while (b) { std::uint32_t r = a % b; a = b; b = r; }
+    if (a == 1) coprimes_.push_back(i);
+  }
+}
+
+const char* to_string(GStatus s) {
+  switch (s) {
+    case GStatus::idle: return "idle";
+    case GStatus::runnable: return "runnable";
+    case GStatus::running: return "running";
+    case GStatus::syscall: return "syscall";
+    case GStatus::waiting: return "waiting";
+    case GStatus::dead: return "dead";
+    case GStatus::preempted: return "preempted";
+  }
+  return "?";
+}
+
+const char* to_string(WaitReason r) {
+  switch (r) {
+    case WaitReason::none: return "";
+    case WaitReason::waitgroup: return "sync.WaitGroup.Wait";
+  }
+  return "?";
+}
+
+}  // namespace nugo::detail
+
+namespace nugo {
+
+void yield() {
+  if (detail::getg())
+    detail::gosched();
+  else
+    sched_yield();
+}
+
+std::int64_t this_g::id() {
+  detail::G* gp = detail::getg();
+  return gp ? gp->goid : 0;
+}
+
+}  // namespace nugo

@@ -1,0 +1,162 @@
+// Local and global run queues (Go's runqput, runqget, runqgrab, runqsteal, globrunq*).
+//
+// The local queue is a ring of kRunqSize slots indexed by two free-running 32-bit counters.
+// Invariants:
+//   - only the owner P stores runqtail (release), after writing the slot it publishes;
+//   - anyone may advance runqhead, by CAS (release), and only over slots it has already read:
+//     a successful CAS proves the slots it read were not recycled in between, because the
+//     owner writes slot i+kRunqSize only after head has passed i;
+//   - 0 <= tail - head <= kRunqSize at every instant the owner reads them.
+// runnext is a single slot outside the ring. The G taken from it inherits the time slice
+// (schedtick is not incremented), so a pair of goroutines handing work back and forth share
+// one slice and cannot starve the rest of the queue.
+#include <chrono>
+
+#include "fatal.hpp"
+#include "p.hpp"
+#include "sched.hpp"
+
+namespace nugo::detail {
+namespace {
+
+constexpr auto acq = std::memory_order_acquire;
+constexpr auto rel = std::memory_order_release;
+constexpr auto rlx = std::memory_order_relaxed;
+
+// Moves half of the local ring plus gp to the global queue: the ring is full, and a batch
+// costs one lock acquisition where one G at a time would cost 128. Fails if a thief moved head.
+bool runqputslow(P* pp, G* gp, std::uint32_t head, std::uint32_t tail) {
+  constexpr std::uint32_t n = kRunqSize / 2;
+  if (tail - head != kRunqSize) fatal("runqputslow: queue is not full");
+  G* batch[n + 1];
+  for (std::uint32_t i = 0; i < n; ++i) batch[i] = pp->runq[(head + i) % kRunqSize].load(rlx);
+  if (!pp->runqhead.compare_exchange_strong(head, head + n, rel, rlx)) return false;
+  batch[n] = gp;
+  GQueue q;
+  for (G* g : batch) q.push_back(g);
+  Domain* d = pp->domain;
+  d->lock.lock();
+  globrunqputbatch(d, q, n + 1);
+  d->lock.unlock();
+  return true;
+}
+
+// Grabs half (rounded up) of pp's ring into batch[batch_head...], a ring of kRunqSize.
+// Called by thieves. Returns how many it took.
+std::uint32_t runqgrab(P* pp, std::array<std::atomic<G*>, kRunqSize>& batch,
+                       std::uint32_t batch_head, bool steal_runnext) {
+  for (;;) {
+    std::uint32_t h = pp->runqhead.load(acq);
+    std::uint32_t t = pp->runqtail.load(acq);
+    std::uint32_t n = t - h;
+    n -= n / 2;
+    if (n == 0) {
+      if (!steal_runnext) return 0;
+      G* next = pp->runnext.load(acq);
+      if (!next) return 0;
+      if (pp->status.load(rlx) == PStatus::running) {
+        // The victim is running and most likely just readied `next` (a channel handoff takes
+        // ~50 ns); give it ~3 us to run it itself before taking it away. Go sleeps here; a
+        // 3 us nanosleep lasts ~55 us with Linux's default timer slack, so we spin.
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+        while (std::chrono::steady_clock::now() < until) __builtin_ia32_pause();
+      }
+      if (!pp->runnext.compare_exchange_strong(next, nullptr, acq, rlx)) continue;
+      batch[batch_head % kRunqSize].store(next, rlx);
+      return 1;
+    }
+    if (n > kRunqSize / 2) continue;  // h and t read at different instants; retry
+    for (std::uint32_t i = 0; i < n; ++i)
+      batch[(batch_head + i) % kRunqSize].store(pp->runq[(h + i) % kRunqSize].load(rlx), rlx);
+    if (pp->runqhead.compare_exchange_strong(h, h + n, rel, rlx)) return n;
+  }
+}
+
+}  // namespace
+
+void runqput(P* pp, G* gp, bool next) {
+  if (next) {
+    gp = pp->runnext.exchange(gp, std::memory_order_acq_rel);  // the old runnext is kicked to the ring
+    if (!gp) return;
+  }
+  for (;;) {
+    std::uint32_t h = pp->runqhead.load(acq);
+    std::uint32_t t = pp->runqtail.load(rlx);
+    if (t - h < kRunqSize) {
+      pp->runq[t % kRunqSize].store(gp, rlx);
+      pp->runqtail.store(t + 1, rel);
+      return;
+    }
+    if (runqputslow(pp, gp, h, t)) return;
+  }
+}
+
+RunqResult runqget(P* pp) {
+  // Relaxed check first: runnext is usually empty and an exchange would dirty the line.
+  if (G* next = pp->runnext.load(rlx)) {
+    if (pp->runnext.compare_exchange_strong(next, nullptr, acq, rlx)) return {next, true};
+  }
+  for (;;) {
+    std::uint32_t h = pp->runqhead.load(acq);
+    std::uint32_t t = pp->runqtail.load(rlx);
+    if (t == h) return {nullptr, false};
+    G* gp = pp->runq[h % kRunqSize].load(rlx);
+    if (pp->runqhead.compare_exchange_weak(h, h + 1, rel, rlx)) return {gp, false};
+  }
+}
+
+// Never reports empty spuriously. Seeing head == tail and then runnext == nullptr is not
+// enough: between the two loads runqput may kick the old runnext into the ring and runqget
+// may empty runnext. Re-reading tail after runnext detects that interleaving.
+bool runqempty(const P* pp) {
+  for (;;) {
+    std::uint32_t h = pp->runqhead.load(acq);
+    std::uint32_t t = pp->runqtail.load(acq);
+    G* next = pp->runnext.load(acq);
+    if (pp->runqtail.load(acq) == t) return h == t && next == nullptr;
+  }
+}
+
+std::uint32_t runqlen(const P* pp) {
+  std::uint32_t t = pp->runqtail.load(acq);
+  std::uint32_t h = pp->runqhead.load(acq);
+  return t - h;
+}
+
+G* runqsteal(P* pp, P* victim, bool steal_runnext) {
+  std::uint32_t t = pp->runqtail.load(rlx);
+  std::uint32_t n = runqgrab(victim, pp->runq, t, steal_runnext);
+  if (n == 0) return nullptr;
+  --n;
+  G* gp = pp->runq[(t + n) % kRunqSize].load(rlx);
+  if (n == 0) return gp;
+  std::uint32_t h = pp->runqhead.load(acq);
+  if (t - h + n >= kRunqSize) fatal("runqsteal: runq overflow");
+  pp->runqtail.store(t + n, rel);
+  return gp;
+}
+
+void globrunqput(Domain* d, G* gp) {
+  d->runq.push_back(gp);
+  d->runqsize.fetch_add(1, rlx);
+}
+
+void globrunqputbatch(Domain* d, GQueue batch, int n) {
+  d->runq.push_back_all(batch.head, batch.tail);
+  d->runqsize.fetch_add(n, rlx);
+}
+
+G* globrunqget(P* pp, int max) {
+  Domain* d = pp->domain;
+  int size = d->runqsize.load(rlx);
+  if (size == 0) return nullptr;
+  int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
+  if (max > 0 && n > max) n = max;
+  if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
+  d->runqsize.fetch_sub(n, rlx);
+  G* gp = d->runq.pop();
+  while (--n > 0) runqput(pp, d->runq.pop(), false);
+  return gp;
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,133 @@
+// A runtime instance: created by run(), destroyed when its main goroutine returns.
+//
+// Start: build Ps (all idle) and one domain, queue the main goroutine globally and wakep(),
+// which starts the first M exactly as it would start any other. Stop: when main returns,
+// `stopping` is set, idle Ms are woken, every M leaves its scheduling loop the next time it
+// is on g0, and run() joins them. Goroutines still alive are abandoned as Go abandons them at
+// exit: never resumed; their closures are destroyed and their stacks unmapped. A goroutine
+// that never returns to the scheduler (a loop without yield, before preemption exists) keeps
+// its M busy and run() waits for it.
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+#include "fatal.hpp"
+#include "sched.hpp"
+#include "signals.hpp"
+
+namespace nugo::detail {
+namespace {
+
+std::mutex run_mutex;  // one runtime instance at a time per process
+
+void announce_emulated(const topo::Topology& t) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "nugo: emulated topology %s (%zu NUMA nodes, %d PUs) folded onto %zu real "
+                 "CPUs; memory is not bound to its nodes\n",
+                 t.source.c_str(), t.nodes.size(), t.pu_count(), t.real_cpus.size());
+  });
+}
+
+}  // namespace
+
+Sched::Sched(const Config& c, topo::Topology t)
+    : cfg(c), topology(std::move(t)), stacks(c.stack_size) {
+  gomaxprocs = cfg.procs > 0 ? cfg.procs : topology.pu_count();
+  auto d = std::make_unique<Domain>();
+  d->id = 0;
+  for (int i = 0; i < gomaxprocs; ++i) {
+    auto pp = std::make_unique<P>();
+    pp->id = i;
+    pp->domain = d.get();
+    d->ps.push_back(pp.get());
+    allp.push_back(std::move(pp));
+  }
+  d->steal_order.reset(static_cast<std::uint32_t>(gomaxprocs));
+  for (int i = gomaxprocs - 1; i >= 0; --i) pidleput(allp[i].get());  // P0 is handed out first
+  domains.push_back(std::move(d));
+}
+
+Sched::~Sched() {
+  for (M* m : allm) delete m;
+  for (G* gp : allgs) {
+    if (gp->obj) gp->discard(gp->obj);
+    delete gp;
+  }
+}
+
+namespace {
+
+topo::Topology load_topology(const Config& cfg, bool exit_on_bad_config) {
+  try {
+    cfg.validate();
+    return topo::Topology::load(cfg.topology);
+  } catch (const std::exception& e) {
+    if (!exit_on_bad_config) throw;
+    std::fprintf(stderr, "nugo: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
+}  // namespace
+
+void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_bad_config) {
+  if (getm()) throw std::logic_error("nugo::run: called from inside the runtime");
+  std::unique_lock guard(run_mutex, std::try_to_lock);
+  if (!guard.owns_lock()) throw std::logic_error("nugo::run: a runtime is already running");
+
+  topo::Topology topology = load_topology(cfg, exit_on_bad_config);
+  if (topology.emulated) announce_emulated(topology);
+  signals::install_handlers();
+  sched = new Sched(cfg, std::move(topology));
+
+  struct Main { void (*body)(void*); void* arg; } main{body, arg};
+  Closure* c = newg();
+  auto main_goroutine = [&main] {
+    main.body(main.arg);
+    sched->main_done.wakeup();
+  };
+  bind_closure<decltype(main_goroutine)>(c, main_goroutine);
+  newproc(c);  // from this foreign thread: global queue + wakep starts the first M
+  sched->main_done.sleep();
+
+  sched->stopping.store(true, std::memory_order_seq_cst);
+  for (auto& d : sched->domains) {
+    d->lock.lock();
+    M* idle = d->midle;
+    d->midle = nullptr;
+    d->lock.unlock();
+    for (M* m = idle; m;) {
+      M* next = m->schedlink;
+      m->park.wakeup();
+      m = next;
+    }
+  }
+  // newm refuses once stopping is set, so allm stops growing; join what it has.
+  for (std::size_t joined = 0;;) {
+    sched->mlock.lock();
+    std::size_t n = sched->allm.size();
+    M* m = joined < n ? sched->allm[joined] : nullptr;
+    sched->mlock.unlock();
+    if (!m) break;
+    m->thread.join();
+    ++joined;
+  }
+  delete sched;
+  sched = nullptr;
+}
+
+int gomaxprocs() { return sched ? sched->gomaxprocs : 0; }
+
+Config config_from_env_or_exit() {
+  try {
+    return Config::from_env();
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "nugo: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,100 @@
+// Global scheduler state. What Go keeps in `sched` is split in two:
+//   Domain: a group of Ps with its own lock, global run queue, idle P list, idle M list and
+//           spinning count. Flat mode has one domain; NUMA mode (numa/) one per node, with the
+//           same code.
+//   Sched:  what exists once per runtime instance: all Ps, Ms and Gs, the goid generator,
+//           the global free lists, the stack pool.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "futex.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "nugo/config.hpp"
+#include "nugo/topology.hpp"
+#include "p.hpp"
+#include "stack.hpp"
+
+namespace nugo::detail {
+
+// Enumerates 0..count-1 in a pseudo-random order: start anywhere, step by a number coprime
+// to count, so that every enumeration visits each P exactly once (Go's randomOrder).
+class StealOrder {
+ public:
+  void reset(std::uint32_t count);
+  struct Enum {
+    std::uint32_t i, count, pos, inc;
+    bool done() const { return i == count; }
+    void next() { ++i; pos = (pos + inc) % count; }
+    std::uint32_t position() const { return pos; }
+  };
+  Enum start(std::uint32_t rnd) const {
+    return {0, count_, rnd % count_, coprimes_[rnd / count_ % coprimes_.size()]};
+  }
+
+ private:
+  std::uint32_t count_ = 0;
+  std::vector<std::uint32_t> coprimes_;
+};
+
+struct Domain {
+  int id = 0;
+  Lock lock;  // Go's sched.lock, for this domain's lists below
+  GQueue runq;
+  std::atomic<std::int32_t> runqsize{0};
+  P* pidle = nullptr;
+  std::atomic<std::int32_t> npidle{0};
+  M* midle = nullptr;
+  std::atomic<std::int32_t> nmspinning{0};
+  std::vector<P*> ps;  // this domain's Ps, the victims of its thieves
+  StealOrder steal_order;
+};
+
+struct Sched {
+  explicit Sched(const Config& cfg, topo::Topology topology);
+  ~Sched();
+
+  Config cfg;
+  topo::Topology topology;
+  int gomaxprocs = 0;
+  std::vector<std::unique_ptr<Domain>> domains;
+  std::vector<std::unique_ptr<P>> allp;
+
+  Lock mlock;  // allm, mcount
+  std::vector<M*> allm;
+  static constexpr int kMaxMCount = 10000;  // Go's sched.maxmcount
+
+  Lock glock;  // allgs and the global free-G list
+  std::vector<G*> allgs;
+  GList gfree;
+  std::atomic<int> ngfree{0};  // gfree.n, readable without glock
+
+  std::atomic<std::int64_t> goidgen{0};
+  StackPool stacks;
+
+  std::atomic<bool> stopping{false};
+  Note main_done;  // the caller of run() sleeps here
+};
+
+// The running instance (nullptr when no runtime runs). Set by run_main before any M starts.
+extern Sched* sched;
+
+// proc.cpp
+void mstart(M* m);
+void wakep();
+void startm(P* pp, bool spinning);
+void acquirep(P* pp);
+P* releasep();
+void pidleput(P* pp);  // domain lock held
+P* pidleget(Domain* d);  // domain lock held
+void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
+void goready(G* gp);
+void globrunqput(Domain* d, G* gp);                    // domain lock held
+void globrunqputbatch(Domain* d, GQueue batch, int n);  // domain lock held
+G* getg();
+void gosched();
+
+}  // namespace nugo::detail

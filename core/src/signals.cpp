@@ -1,0 +1,105 @@
+// The stack-overflow handler. A goroutine that runs off its stack touches the guard region
+// below it (stack.hpp) and gets SIGSEGV. The handler runs on the M's alternate signal stack,
+// so it has room to work; it checks that the fault address is a guard region of a goroutine
+// stack, names the goroutine, and aborts. Any other fault goes to the handler that was
+// installed before ours (ASan's, a user's) or to the default action, as if we were not there.
+//
+// Only async-signal-safe calls here: write(2), sigaction, abort. The scheduler state read
+// (sched, the M's current G, the stack pool's slab table) is published before any goroutine
+// runs and is immutable or append-only while it does.
+#include "signals.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "fatal.hpp"
+#include "sched.hpp"
+
+namespace nugo::detail::signals {
+namespace {
+
+struct sigaction previous_segv, previous_bus;
+
+void write_str(const char* s) {
+  ssize_t ignored = write(STDERR_FILENO, s, std::strlen(s));
+  (void)ignored;
+}
+
+void write_num(unsigned long long v) {
+  char buf[24];
+  int i = sizeof buf;
+  do { buf[--i] = static_cast<char>('0' + v % 10); v /= 10; } while (v);
+  ssize_t ignored = write(STDERR_FILENO, buf + i, sizeof buf - i);
+  (void)ignored;
+}
+
+void chain(int sig, siginfo_t* info, void* ucontext) {
+  const struct sigaction& prev = sig == SIGBUS ? previous_bus : previous_segv;
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(sig, info, ucontext);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  } else {
+    // Returning re-executes the faulting instruction, which now gets the default action.
+    signal(sig, SIG_DFL);
+  }
+}
+
+void on_fault(int sig, siginfo_t* info, void* ucontext) {
+  Sched* s = sched;
+  M* m = getm();
+  G* gp = m ? m->curg : nullptr;
+  if (s && gp && s->stacks.is_guard_address(info->si_addr)) {
+    write_str("goroutine ");
+    write_num(static_cast<unsigned long long>(gp->goid));
+    write_str(": stack overflow (stack size ");
+    write_num(gp->stack.size());
+    write_str(", raise NUGO_STACK)\n");
+    signal(SIGABRT, SIG_DFL);
+    abort();
+  }
+  chain(sig, info, ucontext);
+}
+
+std::size_t altstack_size() {
+  return std::max<std::size_t>(64 * 1024, static_cast<std::size_t>(sysconf(_SC_SIGSTKSZ)));
+}
+
+}  // namespace
+
+void install_handlers() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &previous_segv);
+  sigaction(SIGBUS, &sa, &previous_bus);
+}
+
+void* install_altstack() {
+  std::size_t size = altstack_size();
+  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) fatal("sigaltstack: cannot allocate %zu bytes", size);
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = size;
+  if (sigaltstack(&ss, nullptr) != 0) fatal("sigaltstack failed");
+  return mem;
+}
+
+void remove_altstack(void* altstack) {
+  stack_t ss{};
+  ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, nullptr);
+  munmap(altstack, altstack_size());
+}
+
+}  // namespace nugo::detail::signals

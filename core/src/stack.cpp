@@ -1,0 +1,180 @@
+#include "stack.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "fatal.hpp"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+namespace nugo::detail {
+namespace {
+
+constexpr std::size_t kSlabBytes = 64u << 20;
+
+long read_long(const char* path, long fallback) {
+  std::ifstream in(path);
+  long v = 0;
+  return (in >> v) ? v : fallback;
+}
+
+long count_mappings() {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  long n = 0;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+// The mprotect budget leaves the process half of the map count headroom that remains, for
+// malloc arenas, thread stacks and the user's own mappings.
+std::size_t mprotect_budget() {
+  long max = read_long("/proc/sys/vm/max_map_count", 65530);
+  long free = max - count_mappings();
+  return free > 0 ? static_cast<std::size_t>(free / 4) : 0;
+}
+
+GuardMode probe_guard_mode() {
+  long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return GuardMode::mprotect;
+  bool ok = madvise(p, page, MADV_GUARD_INSTALL) == 0;
+  munmap(p, 2 * page);
+  return ok ? GuardMode::madvise : GuardMode::mprotect;
+}
+
+}  // namespace
+
+StackPool::StackPool(std::size_t stack_size)
+    : stack_size_(stack_size),
+      slot_size_(kStackGuard + stack_size),
+      slab_slots_(std::max<std::size_t>(1, kSlabBytes / slot_size_)),
+      mode_(probe_guard_mode()) {
+  if (mode_ == GuardMode::mprotect) mprotect_budget_ = mprotect_budget();
+  slab_index_ = static_cast<Slab*>(std::calloc(kMaxSlabs, sizeof(Slab)));
+  if (!slab_index_) fatal("stack pool: out of memory");
+}
+
+StackPool::~StackPool() {
+  for (const Slab& s : slabs_) munmap(s.base, s.bytes);
+  std::free(slab_index_);
+}
+
+void StackPool::new_slab() {
+  std::size_t bytes = slab_slots_ * slot_size_;
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (base == MAP_FAILED)
+    fatal("cannot reserve %zu bytes for goroutine stacks (%s); lower NUGO_STACK", bytes,
+          std::strerror(errno));
+  int n = nslabs_.load(std::memory_order_relaxed);
+  if (n == kMaxSlabs) fatal("too many goroutine stacks (%d slabs)", n);
+  slabs_.push_back({static_cast<char*>(base), bytes});
+  slab_index_[n] = slabs_.back();
+  nslabs_.store(n + 1, std::memory_order_release);
+  carve_next_ = static_cast<char*>(base);
+  carve_end_ = carve_next_ + bytes;
+}
+
+FreeStack* StackPool::carve() {
+  if (carve_next_ == carve_end_) new_slab();
+  char* guard = carve_next_;
+  carve_next_ += slot_size_;
+  Stack s{guard + kStackGuard, guard + slot_size_, false};
+
+  if (mode_ == GuardMode::madvise) {
+    s.guarded = madvise(guard, kStackGuard, MADV_GUARD_INSTALL) == 0;
+  } else if (mprotect_budget_ > 0) {
+    s.guarded = mprotect(guard, kStackGuard, PROT_NONE) == 0;
+    if (s.guarded && --mprotect_budget_ == 0) {
+      mode_ = GuardMode::canary;
+      std::fprintf(stderr,
+                   "nugo: vm.max_map_count leaves no room for more guard pages; further "
+                   "goroutine stacks are checked by canary (use Linux 6.13+ or raise "
+                   "vm.max_map_count)\n");
+    }
+  }
+  if (!s.guarded) *reinterpret_cast<std::uint64_t*>(s.lo) = kStackCanary;
+  return to_free(s);
+}
+
+int StackPool::get_batch(FreeStack** list, int n) {
+  lock_.lock();
+  for (int i = 0; i < n; ++i) {
+    FreeStack* f = free_;
+    if (f)
+      free_ = f->next;
+    else
+      f = carve();
+    f->next = *list;
+    *list = f;
+  }
+  lock_.unlock();
+  return n;
+}
+
+void StackPool::put_batch(FreeStack** list, int n) {
+  lock_.lock();
+  for (int i = 0; i < n && *list; ++i) {
+    FreeStack* f = *list;
+    *list = f->next;
+    f->next = free_;
+    free_ = f;
+  }
+  lock_.unlock();
+}
+
+bool StackPool::is_guard_address(const void* addr) const {
+  auto a = reinterpret_cast<std::uintptr_t>(addr);
+  int n = nslabs_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    auto base = reinterpret_cast<std::uintptr_t>(slab_index_[i].base);
+    if (a < base || a >= base + slab_index_[i].bytes) continue;
+    return (a - base) % slot_size_ < kStackGuard;
+  }
+  return false;
+}
+
+Stack StackPool::from_free(FreeStack* f, std::size_t stack_size) {
+  char* hi = reinterpret_cast<char*>(f) + sizeof(FreeStack);
+  return Stack{hi - stack_size, hi, f->guarded};
+}
+
+FreeStack* StackPool::to_free(const Stack& s) {
+  auto* f = reinterpret_cast<FreeStack*>(s.hi - sizeof(FreeStack));
+  f->next = nullptr;
+  f->guarded = s.guarded;
+  return f;
+}
+
+bool parse_size(const char* text, std::size_t* out) {
+  if (!text || !*text) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || errno || text[0] == '-') return false;
+  unsigned long long scale = 1;
+  switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': scale = 1ull << 10; ++end; break;
+    case 'm': case 'M': scale = 1ull << 20; ++end; break;
+    case 'g': case 'G': scale = 1ull << 30; ++end; break;
+    default: return false;
+  }
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0' || v > (~0ull) / scale) return false;
+  *out = static_cast<std::size_t>(v * scale);
+  return true;
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,98 @@
+// Goroutine stacks.
+//
+// A stack is a fixed-size slot carved from a large anonymous mapping (a slab) reserved with
+// MAP_NORESERVE: its pages are committed only when touched, so a goroutine that uses 3 KiB of
+// a 256 KiB stack costs one page of RAM. Below each stack lies a guard region; a goroutine that
+// runs off its stack faults there and the SIGSEGV handler (signals.cpp) names it.
+//
+// Why slabs and not one mmap per stack: Linux limits a process to vm.max_map_count mappings
+// (65530 by default), and a PROT_NONE guard page splits a mapping in two, so one-mmap-per-stack
+// with mprotect'd guards stops at ~32k goroutines. nugo needs a million. Three guard modes, the
+// best one the kernel allows, chosen once per process:
+//   madvise:  MADV_GUARD_INSTALL (Linux 6.13+) marks guard pages in the page tables without
+//             splitting the mapping: every stack is guarded and a slab stays one mapping.
+//   mprotect: older kernels; guards are mprotect'd, two mappings per stack, so only stacks
+//             within a budget derived from vm.max_map_count get one.
+//   canary:   stacks beyond that budget carry a canary word at their lowest address, checked
+//             whenever the goroutine switches out; overflow is still reported, after the fact.
+// The runtime says once on stderr when it has to fall back to canaries.
+//
+// Stacks are never freed while the runtime runs: a dead goroutine's stack goes to its P's
+// stack cache (stackfree), and beyond that to the pool's free list, for the next goroutine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "futex.hpp"
+
+namespace nugo::detail {
+
+struct Stack {
+  char* lo = nullptr;  // lowest usable address (the guard lies below it)
+  char* hi = nullptr;  // one past the highest address; the stack grows down from here
+  bool guarded = false;
+
+  explicit operator bool() const { return lo != nullptr; }
+  std::size_t size() const { return static_cast<std::size_t>(hi - lo); }
+};
+
+// A free stack, linked through its own (already committed) top bytes.
+struct FreeStack {
+  FreeStack* next;
+  bool guarded;
+};
+
+enum class GuardMode { madvise, mprotect, canary };
+
+inline constexpr std::uint64_t kStackCanary = 0x6e75676f5f737461ull;  // "nugo_sta"
+inline constexpr std::size_t kStackGuard = 16 * 1024;
+
+class StackPool {
+ public:
+  explicit StackPool(std::size_t stack_size);
+  ~StackPool();
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+
+  // Moves up to n free stacks (allocating new ones as needed) onto *list; returns how many.
+  int get_batch(FreeStack** list, int n);
+  // Takes n stacks from the head of *list.
+  void put_batch(FreeStack** list, int n);
+
+  std::size_t stack_size() const { return stack_size_; }
+  GuardMode guard_mode() const { return mode_; }
+  // Which stack, if any, has its guard region at addr. For the SIGSEGV handler: lock-free,
+  // reads only immutable slab geometry.
+  bool is_guard_address(const void* addr) const;
+
+  static Stack from_free(FreeStack* f, std::size_t stack_size);
+  static FreeStack* to_free(const Stack& s);
+
+ private:
+  FreeStack* carve();
+  void new_slab();
+
+  const std::size_t stack_size_;  // usable bytes, a multiple of the page size
+  const std::size_t slot_size_;   // guard + stack
+  const std::size_t slab_slots_;
+  GuardMode mode_;
+  std::size_t mprotect_budget_ = 0;  // stacks that may still get an mprotect'd guard
+
+  Lock lock_;
+  FreeStack* free_ = nullptr;
+  char* carve_next_ = nullptr;  // next unused slot of the newest slab
+  char* carve_end_ = nullptr;
+  struct Slab { char* base; std::size_t bytes; };
+  std::vector<Slab> slabs_;
+  // Slab addresses for is_guard_address, published without the lock (see stack.cpp).
+  static constexpr int kMaxSlabs = 1 << 16;
+  Slab* slab_index_ = nullptr;
+  std::atomic<int> nslabs_{0};
+};
+
+// Parses the size syntax of NUGO_STACK: "262144", "256k", "1m", "1g" (case-insensitive).
+bool parse_size(const char* text, std::size_t* out);
+
+}  // namespace nugo::detail

@@ -1,0 +1,84 @@
+// WaitGroup after Go's sync.WaitGroup: the counter and the waiter count share one atomic
+// word; the waiters wait on a small semaphore (a token count plus a list of parked Gs).
+//
+// Lifetime rule: when add() brings the counter to zero with w waiters, it resets the state,
+// then releases w tokens in a single critical section and touches the WaitGroup no more.
+// A waiter can only return after taking a token or being readied, i.e. after that section,
+// so it may destroy the WaitGroup at once.
+#include "nugo/waitgroup.hpp"
+
+#include <stdexcept>
+
+#include "fatal.hpp"
+#include "sched.hpp"
+
+namespace nugo {
+namespace {
+
+void spin_lock(std::atomic<std::uint32_t>& l) {
+  while (l.exchange(1, std::memory_order_acquire) != 0)
+    while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
+}
+
+void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
+
+}  // namespace
+
+void WaitGroup::add(std::int64_t delta) {
+  std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
+  std::uint64_t state = state_.fetch_add(d, std::memory_order_acq_rel) + d;
+  auto counter = static_cast<std::int32_t>(state >> 32);
+  auto waiters = static_cast<std::uint32_t>(state);
+  if (counter < 0) detail::fatal("sync: negative WaitGroup counter");
+  if (counter > 0 || waiters == 0) return;
+  if (state_.load(std::memory_order_relaxed) != state)
+    detail::fatal("sync: WaitGroup misuse: add called concurrently with wait");
+  state_.store(0, std::memory_order_relaxed);
+
+  spin_lock(lock_);
+  detail::G* ready = nullptr;
+  for (; waiters > 0 && waiters_; --waiters) {
+    detail::G* gp = waiters_;
+    waiters_ = gp->waitlink;
+    gp->waitlink = ready;
+    ready = gp;
+  }
+  tokens_ += waiters;
+  spin_unlock(lock_);
+  while (ready) {
+    detail::G* next = ready->waitlink;
+    ready->waitlink = nullptr;
+    detail::goready(ready);
+    ready = next;
+  }
+}
+
+void WaitGroup::wait() {
+  if (!detail::getg()) throw std::logic_error("nugo::WaitGroup::wait: not called from a goroutine");
+  std::uint64_t state = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<std::int32_t>(state >> 32) == 0) return;
+    if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) break;
+  }
+  sema_acquire();
+}
+
+void WaitGroup::sema_acquire() {
+  spin_lock(lock_);
+  if (tokens_ > 0) {
+    --tokens_;
+    spin_unlock(lock_);
+    return;
+  }
+  detail::G* gp = detail::getg();
+  gp->waitlink = waiters_;
+  waiters_ = gp;
+  detail::gopark(
+      [](detail::G*, void* l) {
+        spin_unlock(*static_cast<std::atomic<std::uint32_t>*>(l));
+        return true;
+      },
+      &lock_, detail::WaitReason::waitgroup);
+}
+
+}  // namespace nugo

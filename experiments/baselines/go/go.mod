@@ -1,0 +1,3 @@
+module nugo/baselines
+
+go 1.19

@@ -1,0 +1,53 @@
+// A program the tests run as a child process, for behaviour that ends the process: bad
+// configuration, a panicking goroutine, a stack overflow.
+#include <cstdio>
+#include <cstring>
+#include <nugo/nugo.hpp>
+#include <stdexcept>
+
+namespace {
+
+int recurse(int depth) {
+  volatile char frame[512];
+  frame[0] = static_cast<char>(depth);
+  return recurse(depth + 1) + frame[0];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "run") == 0) {
+    return nugo::run([] {
+      std::puts("ran");
+      return 0;
+    });
+  }
+  if (std::strcmp(mode, "panic") == 0) {
+    return nugo::run([] {
+      nugo::WaitGroup wg;
+      wg.add(1);
+      nugo::go([] { throw std::runtime_error("boom from a goroutine"); });
+      wg.wait();
+    });
+  }
+  if (std::strcmp(mode, "overflow") == 0) {
+    return nugo::run([] {
+      nugo::WaitGroup wg;
+      wg.add(1);
+      nugo::go([&] {
+        recurse(0);
+        wg.done();
+      });
+      wg.wait();
+    });
+  }
+  if (std::strcmp(mode, "negative-waitgroup") == 0) {
+    return nugo::run([] {
+      nugo::WaitGroup wg;
+      wg.done();
+    });
+  }
+  std::fprintf(stderr, "usage: nugo_test_child run|panic|overflow|negative-waitgroup\n");
+  return 64;
+}

@@ -1,0 +1,99 @@
+// What ends a process, checked in a child process: configuration errors name the variable and
+// exit with 2; a panicking goroutine and a stack overflow name the goroutine.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <nugo/nugo.hpp>
+#include <string>
+
+namespace {
+
+struct ChildResult {
+  int exit_code = -1;  // -1 if killed by a signal
+  int signal = 0;
+  std::string output;  // stdout and stderr together
+};
+
+ChildResult run_child(const std::string& env, const std::string& mode) {
+  std::string cmd = "exec env " + env + " " NUGO_TEST_CHILD " " + mode + " 2>&1";
+  ChildResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a valid environment runs", "[fatal]") {
+  auto r = run_child("NUGO_PROCS=2 NUGO_STACK=64k", "run");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("ran") != std::string::npos);
+}
+
+TEST_CASE("a malformed environment variable is named, with exit status 2", "[fatal]") {
+  struct Case { const char* env; const char* names; };
+  for (Case c : {Case{"NUGO_PROCS=0", "NUGO_PROCS"}, Case{"NUGO_PROCS=abc", "NUGO_PROCS"},
+                 Case{"NUGO_PROCS=4x", "NUGO_PROCS"}, Case{"NUGO_PROCS=100000", "NUGO_PROCS"},
+                 Case{"NUGO_STACK=lots", "NUGO_STACK"}, Case{"NUGO_STACK=4k", "NUGO_STACK"},
+                 Case{"NUGO_STACK=2g", "NUGO_STACK"}, Case{"NUGO_TOPOLOGY=bogus", "NUGO_TOPOLOGY"},
+                 Case{"NUGO_TOPOLOGY=xml:/nonexistent.xml", "NUGO_TOPOLOGY"},
+                 Case{"NUGO_TOPOLOGY=synthetic:not-a-topology", "NUGO_TOPOLOGY"}}) {
+    INFO(c.env);
+    auto r = run_child(c.env, "run");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(c.names) != std::string::npos);
+    CHECK(r.output.find("ran") == std::string::npos);
+  }
+}
+
+TEST_CASE("Config::from_env throws ConfigError naming the variable", "[fatal]") {
+  setenv("NUGO_STACK", "12q", 1);
+  try {
+    (void)nugo::Config::from_env();
+    FAIL("no exception");
+  } catch (const nugo::ConfigError& e) {
+    CHECK(std::string(e.what()).find("NUGO_STACK=\"12q\"") != std::string::npos);
+  }
+  unsetenv("NUGO_STACK");
+  nugo::Config bad;
+  bad.stack_size = 100;
+  CHECK_THROWS_AS(nugo::run([] {}, bad), nugo::ConfigError);
+}
+
+TEST_CASE("sizes parse like NUGO_STACK documents", "[fatal]") {
+  setenv("NUGO_STACK", "1m", 1);
+  CHECK(nugo::Config::from_env().stack_size == (1u << 20));
+  setenv("NUGO_STACK", "256K", 1);
+  CHECK(nugo::Config::from_env().stack_size == (256u << 10));
+  setenv("NUGO_STACK", "65536", 1);
+  CHECK(nugo::Config::from_env().stack_size == 65536u);
+  unsetenv("NUGO_STACK");
+}
+
+TEST_CASE("an exception escaping a goroutine ends the process naming the goroutine", "[fatal]") {
+  auto r = run_child("", "panic");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("panic: boom from a goroutine") != std::string::npos);
+  CHECK(r.output.find("goroutine 2 [running]") != std::string::npos);
+}
+
+TEST_CASE("a stack overflow hits the guard and is reported, then aborts", "[fatal]") {
+  auto r = run_child("NUGO_STACK=64k", "overflow");
+  CHECK(r.signal == SIGABRT);
+  CHECK(r.output.find("goroutine 2: stack overflow (stack size 65536, raise NUGO_STACK)") !=
+        std::string::npos);
+}
+
+TEST_CASE("a negative WaitGroup counter is a fatal error", "[fatal]") {
+  auto r = run_child("", "negative-waitgroup");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: sync: negative WaitGroup counter") != std::string::npos);
+}
