@@ -26,11 +26,19 @@ using boost::context::detail::transfer_t;
 
 // One side of a switch as ASan needs to know it: the stack's lowest address and size, and
 // the slot where its fake stack (use-after-return frames) is parked while it is switched out.
+// Empty, and stored with [[no_unique_address]], outside sanitizer builds.
+#if NUGO_ASAN
 struct SanitizerStack {
   const void* bottom = nullptr;
   std::size_t size = 0;
   void* fake_stack = nullptr;
 };
+#else
+struct SanitizerStack {
+  SanitizerStack() = default;
+  SanitizerStack(const void*, std::size_t, void*) {}
+};
+#endif
 
 // Announce a switch from `from` (nullptr when it will never run again) to `to`.
 inline void sanitizer_start_switch([[maybe_unused]] SanitizerStack* from,

@@ -26,7 +26,7 @@ struct M {
   M* schedlink = nullptr;  // idle M list
 
   fcontext_t g0ctx = nullptr;  // the scheduler's context while a goroutine runs
-  SanitizerStack g0san;        // ASan's view of the thread stack
+  [[no_unique_address]] SanitizerStack g0san;  // ASan's view of the thread stack
 
   // gopark's arguments, handed to park_m on g0.
   bool (*waitunlockf)(G*, void*) = nullptr;

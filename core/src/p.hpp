@@ -40,6 +40,8 @@ struct P {
   std::int64_t goidcacheend = 0;
 
   GList gfree;                      // dead Gs (without stacks)
+  G* gchunk_next = nullptr;         // never-used Gs of this P's current chunk
+  G* gchunk_end = nullptr;
   FreeStack* stackcache = nullptr;  // free stacks (Go keeps these in mcache)
   int nstackcache = 0;
 };

@@ -44,7 +44,13 @@ constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks glo
 
 thread_local M* tls_m = nullptr;
 
-using McallFn = void (*)(G*);
+// An mcall function runs on g0 after a goroutine switched away; it may return the G to run
+// next (with its time slice inherited or not), or nullptr to let findrunnable choose.
+struct Next {
+  G* gp = nullptr;
+  bool inherit_time = false;
+};
+using McallFn = Next (*)(M*, G*);
 
 // ---- G and stack caches (gfget/gfput, stackalloc/stackfree) ----
 
@@ -107,7 +113,7 @@ std::int64_t next_goid(P* pp) {
 // Switches from the running goroutine to its M's g0 and runs fn(gp) there (Go's mcall).
 // Returns when something makes gp run again, possibly on another M.
 void mcall(McallFn fn);
-void goexit0(G* gp);
+Next goexit0(M* m, G* gp);
 
 [[noreturn]] void panic_exit(const G* gp, const char* what) {
   std::fprintf(stderr, "panic: %s\n\ngoroutine %lld [running]:\n(exception escaped the goroutine)\n",
@@ -122,13 +128,13 @@ void goexit0(G* gp);
   getm()->g0ctx = t.fctx;
   sanitizer_finish_switch(gp->san);
   try {
-    gp->invoke(gp->obj);
+    gp->invoke(gp->buf);
   } catch (const std::exception& e) {
     panic_exit(gp, e.what());
   } catch (...) {
     panic_exit(gp, "unknown exception (not derived from std::exception)");
   }
-  gp->obj = nullptr;
+  gp->invoke = nullptr;  // destroyed: nothing for teardown to discard
   mcall(goexit0);
   fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
 }
@@ -143,10 +149,9 @@ void mcall(McallFn fn) {
 }
 
 // Runs gp on the current M until it switches back, then finishes the switch on g0.
-void execute(M* m, G* gp, bool inherit_time) {
+Next execute(M* m, G* gp, bool inherit_time) {
   P* pp = m->p;
   m->curg = gp;
-  gp->m = m;
   gp->status.store(GStatus::running, rlx);
   if (!inherit_time) ++pp->schedtick;
   if (!gp->ctx) {
@@ -164,40 +169,47 @@ void execute(M* m, G* gp, bool inherit_time) {
   gp->ctx = t.fctx;
   m->curg = nullptr;
   if (!gp->stack.guarded) check_canary(gp);
-  reinterpret_cast<McallFn>(t.data)(gp);
+  return reinterpret_cast<McallFn>(t.data)(m, gp);
 }
 
 // ---- what a goroutine asks g0 to do after switching away (the mcall functions) ----
 
-void goexit0(G* gp) {
-  P* pp = getm()->p;
+Next goexit0(M* m, G* gp) {
+  P* pp = m->p;
   gp->status.store(GStatus::dead, rlx);
-  gp->m = nullptr;
   gp->waitreason = WaitReason::none;
   stackfree(pp, gp->stack);
   gp->stack = {};
   gp->ctx = nullptr;
   gfput(pp, gp);
+  return {};
 }
 
-void gosched_m(G* gp) {
-  Domain* d = getm()->p->domain;
+// Go's gosched_m: gp goes to the tail of the global queue. If the local queue is empty,
+// findrunnable would lock the global queue next anyway to take a batch; doing both in one
+// critical section halves the cost of a yield and picks exactly the same G.
+Next gosched_m(M* m, G* gp) {
+  P* pp = m->p;
+  Domain* d = pp->domain;
   gp->status.store(GStatus::runnable, rlx);
+  bool local_work = !runqempty(pp);
   d->lock.lock();
   globrunqput(d, gp);
+  G* next = local_work ? nullptr : globrunqget(pp, 0);
   d->lock.unlock();
+  return {next, false};
 }
 
-void park_m(G* gp) {
-  M* m = getm();
+Next park_m(M* m, G* gp) {
   gp->status.store(GStatus::waiting, std::memory_order_release);
   auto unlockf = m->waitunlockf;
   m->waitunlockf = nullptr;
   if (unlockf && !unlockf(gp, m->waitlock)) {
     // The waiter changed its mind: run it again, keeping its time slice.
     gp->status.store(GStatus::runnable, rlx);
-    runqput(m->p, gp, true);
+    return {gp, true};
   }
+  return {};
 }
 
 // ---- P and M lists (domain lock held where noted in sched.hpp) ----
@@ -386,12 +398,13 @@ void mstart(M* m) {
     acquirep(m->nextp);
     m->nextp = nullptr;
   }
-  for (;;) {
-    bool inherit_time = false;
-    G* gp = findrunnable(m, &inherit_time);
-    if (!gp) break;
-    if (m->spinning) resetspinning(m);
-    execute(m, gp, inherit_time);
+  for (Next next; !sched->stopping.load(rlx);) {
+    if (!next.gp) {
+      next.gp = findrunnable(m, &next.inherit_time);
+      if (!next.gp) break;
+      if (m->spinning) resetspinning(m);
+    }
+    next = execute(m, next.gp, next.inherit_time);
   }
   signals::remove_altstack(m->altstack);
   tls_m = nullptr;
@@ -467,16 +480,32 @@ void wakep() {
 
 // ---- goroutine lifecycle ----
 
+// A G from the free lists, else a never-used one from the current chunk.
 Closure* newg() {
   if (!sched) throw std::logic_error("nugo::go: the runtime is not running (call it within nugo::run)");
   M* m = getm();
-  G* gp = m && m->p ? gfget(m->p) : nullptr;
-  if (!gp) {
-    gp = new G;
-    sched->glock.lock();
-    sched->allgs.push_back(gp);
-    sched->glock.unlock();
+  if (P* pp = m ? m->p : nullptr) {
+    if (G* gp = gfget(pp)) return gp;
+    if (pp->gchunk_next == pp->gchunk_end) {
+      sched->glock.lock();
+      pp->gchunk_next = sched->new_gchunk();
+      sched->glock.unlock();
+      pp->gchunk_end = pp->gchunk_next + kGChunk;
+    }
+    return pp->gchunk_next++;
   }
+  sched->glock.lock();
+  G* gp = sched->gfree.pop();
+  if (gp) {
+    sched->ngfree.store(sched->gfree.n, rlx);
+  } else {
+    if (sched->gchunk_next == sched->gchunk_end) {
+      sched->gchunk_next = sched->new_gchunk();
+      sched->gchunk_end = sched->gchunk_next + kGChunk;
+    }
+    gp = sched->gchunk_next++;
+  }
+  sched->glock.unlock();
   return gp;
 }
 

@@ -136,14 +136,16 @@ G* runqsteal(P* pp, P* victim, bool steal_runnext) {
   return gp;
 }
 
+// runqsize is written only under the domain lock and read without it as a hint, so the
+// writes are plain stores, not atomic read-modify-writes.
 void globrunqput(Domain* d, G* gp) {
   d->runq.push_back(gp);
-  d->runqsize.fetch_add(1, rlx);
+  d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
 }
 
 void globrunqputbatch(Domain* d, GQueue batch, int n) {
   d->runq.push_back_all(batch.head, batch.tail);
-  d->runqsize.fetch_add(n, rlx);
+  d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
 G* globrunqget(P* pp, int max) {
@@ -153,7 +155,7 @@ G* globrunqget(P* pp, int max) {
   int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
-  d->runqsize.fetch_sub(n, rlx);
+  d->runqsize.store(size - n, rlx);
   G* gp = d->runq.pop();
   while (--n > 0) runqput(pp, d->runq.pop(), false);
   return gp;

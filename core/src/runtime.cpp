@@ -52,10 +52,16 @@ Sched::Sched(const Config& c, topo::Topology t)
 
 Sched::~Sched() {
   for (M* m : allm) delete m;
-  for (G* gp : allgs) {
-    if (gp->obj) gp->discard(gp->obj);
-    delete gp;
+  for (G* chunk : gchunks) {
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
+      if (gp->invoke) gp->discard(gp->buf);
+    delete[] chunk;
   }
+}
+
+G* Sched::new_gchunk() {
+  gchunks.push_back(new G[kGChunk]);
+  return gchunks.back();
 }
 
 namespace {

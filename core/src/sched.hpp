@@ -67,8 +67,10 @@ struct Sched {
   std::vector<M*> allm;
   static constexpr int kMaxMCount = 10000;  // Go's sched.maxmcount
 
-  Lock glock;  // allgs and the global free-G list
-  std::vector<G*> allgs;
+  Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
+  std::vector<G*> gchunks;  // every G ever allocated, kGChunk per entry (Go's allgs)
+  G* gchunk_next = nullptr;
+  G* gchunk_end = nullptr;
   GList gfree;
   std::atomic<int> ngfree{0};  // gfree.n, readable without glock
 
@@ -77,6 +79,8 @@ struct Sched {
 
   std::atomic<bool> stopping{false};
   Note main_done;  // the caller of run() sleeps here
+
+  G* new_gchunk();  // glock held
 };
 
 // The running instance (nullptr when no runtime runs). Set by run_main before any M starts.

@@ -21,12 +21,12 @@ namespace nugo {
 namespace detail {
 
 // A goroutine's entry function, type-erased. It lives inside the G (G derives from it), so
-// spawning a small closure allocates nothing once Gs are recycled.
+// spawning a small closure allocates nothing once Gs are recycled. A closure that does not
+// fit in buf is allocated on the heap and buf holds the pointer to it.
 struct Closure {
-  static constexpr std::size_t kInline = 64;
-  void (*invoke)(void* obj) = nullptr;   // runs the function, then destroys it
-  void (*discard)(void* obj) = nullptr;  // destroys it without running (runtime teardown)
-  void* obj = nullptr;
+  static constexpr std::size_t kInline = 48;
+  void (*invoke)(void* buf) = nullptr;   // runs the function, then destroys it
+  void (*discard)(void* buf) = nullptr;  // destroys it without running (runtime teardown)
   alignas(16) unsigned char buf[kInline];
 };
 
@@ -40,21 +40,22 @@ template <class Fn, class F>
 void bind_closure(Closure* c, F&& f) {
   if constexpr (sizeof(Fn) <= Closure::kInline && alignof(Fn) <= 16 &&
                 std::is_nothrow_move_constructible_v<Fn>) {
-    c->obj = ::new (static_cast<void*>(c->buf)) Fn(std::forward<F>(f));
-    c->invoke = [](void* o) {
-      Fn* fn = static_cast<Fn*>(o);
+    ::new (static_cast<void*>(c->buf)) Fn(std::forward<F>(f));
+    c->invoke = [](void* buf) {
+      Fn* fn = std::launder(static_cast<Fn*>(buf));
       struct Destroy { Fn* fn; ~Destroy() { fn->~Fn(); } } destroy{fn};
       (*fn)();
     };
-    c->discard = [](void* o) { static_cast<Fn*>(o)->~Fn(); };
+    c->discard = [](void* buf) { std::launder(static_cast<Fn*>(buf))->~Fn(); };
   } else {
-    c->obj = new Fn(std::forward<F>(f));
-    c->invoke = [](void* o) {
-      Fn* fn = static_cast<Fn*>(o);
+    Fn* heap = new Fn(std::forward<F>(f));
+    ::new (static_cast<void*>(c->buf)) Fn*(heap);
+    c->invoke = [](void* buf) {
+      Fn* fn = *std::launder(static_cast<Fn**>(buf));
       struct Destroy { Fn* fn; ~Destroy() { delete fn; } } destroy{fn};
       (*fn)();
     };
-    c->discard = [](void* o) { delete static_cast<Fn*>(o); };
+    c->discard = [](void* buf) { delete *std::launder(static_cast<Fn**>(buf)); };
   }
 }
 
