@@ -92,6 +92,14 @@ TEST_CASE("a stack overflow hits the guard and is reported, then aborts", "[fata
         std::string::npos);
 }
 
+TEST_CASE("a stack size that is not a page multiple is rounded up and still guarded", "[fatal]") {
+  auto r = run_child("NUGO_STACK=100000", "overflow");
+  CHECK(r.signal == SIGABRT);
+  CHECK(r.output.find("goroutine 2: stack overflow (stack size 102400, raise NUGO_STACK)") !=
+        std::string::npos);
+  CHECK(r.output.find("canary") == std::string::npos);
+}
+
 TEST_CASE("a negative WaitGroup counter is a fatal error", "[fatal]") {
   auto r = run_child("", "negative-waitgroup");
   CHECK(r.exit_code == 2);

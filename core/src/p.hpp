@@ -28,6 +28,10 @@ struct P {
   M* m = nullptr;         // the M it is attached to, if running
   P* link = nullptr;      // idle P list
   std::uint32_t schedtick = 0;  // schedules that did not inherit a time slice
+  // Bounding inherited slices (findrunnable): a sampling counter and the slice's start.
+  std::uint32_t inherits = 0;
+  std::uint32_t slice_tick = 0;       // schedtick when slice_start_ns was taken
+  std::int64_t slice_start_ns = 0;
 
   // The local run queue: a 256-slot ring with one producer (the owner) and CAS consumers
   // (the owner and thieves), plus runnext. See runq.cpp.

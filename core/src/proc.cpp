@@ -18,6 +18,7 @@
 //   At most half of the busy Ps have a spinning M (2*nmspinning < gomaxprocs - npidle), so
 //   idle Ms do not burn CPU when there is little to steal.
 #include <pthread.h>
+#include <time.h>
 #include <sched.h>
 
 #include <cstdio>
@@ -34,13 +35,34 @@
 namespace nugo::detail {
 
 Sched* sched = nullptr;
+std::atomic<Sched*> foreign_sched{nullptr};
+std::atomic<int> foreign_calls{0};
 
 namespace {
+
+// Foreign threads (no M) may call go(), goready() and WaitGroup::done() while run() is
+// returning. A foreign call counts itself in before it reads the instance; run_main
+// unpublishes the instance, then waits for the count to drain before deleting it.
+class ForeignCall {
+ public:
+  ForeignCall() {
+    foreign_calls.fetch_add(1, std::memory_order_seq_cst);
+    if (!foreign_sched.load(std::memory_order_seq_cst)) {
+      foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+      throw std::logic_error("nugo: the runtime is not running (call go within nugo::run)");
+    }
+  }
+  ~ForeignCall() { foreign_calls.fetch_sub(1, std::memory_order_seq_cst); }
+  ForeignCall(const ForeignCall&) = delete;
+  ForeignCall& operator=(const ForeignCall&) = delete;
+};
 
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 constexpr int kStealTries = 4;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
+constexpr std::int64_t kTimeSliceNs = 10'000'000;  // Go's forcePreemptNS
+constexpr std::uint32_t kInheritSample = 64;       // inherits between looks at the clock
 
 thread_local M* tls_m = nullptr;
 
@@ -128,13 +150,12 @@ Next goexit0(M* m, G* gp);
   getm()->g0ctx = t.fctx;
   sanitizer_finish_switch(gp->san);
   try {
-    gp->invoke(gp->buf);
+    gp->invoke(gp);
   } catch (const std::exception& e) {
     panic_exit(gp, e.what());
   } catch (...) {
     panic_exit(gp, "unknown exception (not derived from std::exception)");
   }
-  gp->invoke = nullptr;  // destroyed: nothing for teardown to discard
   mcall(goexit0);
   fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
 }
@@ -301,6 +322,27 @@ P* check_runqs_nop(Domain* d) {
   return pp;
 }
 
+std::int64_t nanotime() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;
+}
+
+// A G taken from runnext inherits the time slice, so two goroutines readying each other could
+// keep the P forever. Go ends such a slice by preemption from sysmon after 10 ms; until nugo
+// has sysmon (issue 4), the slice ends at the first scheduling point after 10 ms. The clock is
+// read once every kInheritSample inherits, so a slice's start is known to within that many.
+bool inherited_slice_expired(P* pp) {
+  if (++pp->inherits % kInheritSample != 0) return false;
+  std::int64_t now = nanotime();
+  if (pp->slice_tick != pp->schedtick) {
+    pp->slice_tick = pp->schedtick;
+    pp->slice_start_ns = now;
+    return false;
+  }
+  return now - pp->slice_start_ns >= kTimeSliceNs;
+}
+
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
 // the runtime is stopping. Go's findRunnable, in Go's order.
 G* findrunnable(M* m, bool* inherit_time) {
@@ -319,6 +361,15 @@ top:
     if (gp) return gp;
   }
   if (auto [gp, inherit] = runqget(pp); gp) {
+    if (inherit && inherited_slice_expired(pp)) {
+      // As if preempted: to the global queue, and a new slice for whatever runs next.
+      gp->status.store(GStatus::runnable, rlx);
+      d->lock.lock();
+      globrunqput(d, gp);
+      d->lock.unlock();
+      ++pp->schedtick;
+      goto top;
+    }
     *inherit_time = inherit;
     return gp;
   }
@@ -380,7 +431,7 @@ void record_g0_stack([[maybe_unused]] M* m) {
 
 }  // namespace
 
-M* getm() __attribute__((noipa));
+M* getm() __attribute__((noinline, noipa));
 M* getm() { return tls_m; }
 
 G* getg() {
@@ -482,7 +533,6 @@ void wakep() {
 
 // A G from the free lists, else a never-used one from the current chunk.
 Closure* newg() {
-  if (!sched) throw std::logic_error("nugo::go: the runtime is not running (call it within nugo::run)");
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     if (G* gp = gfget(pp)) return gp;
@@ -494,6 +544,7 @@ Closure* newg() {
     }
     return pp->gchunk_next++;
   }
+  ForeignCall call;
   sched->glock.lock();
   G* gp = sched->gfree.pop();
   if (gp) {
@@ -526,13 +577,15 @@ void newproc(Closure* c) {
   if (pp) {
     gp->goid = next_goid(pp);
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
-  } else {
-    gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
-    Domain* d = sched->domains.front().get();
-    d->lock.lock();
-    globrunqput(d, gp);
-    d->lock.unlock();
+    wakep();
+    return;
   }
+  ForeignCall call;
+  gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
+  Domain* d = sched->domains.front().get();
+  d->lock.lock();
+  globrunqput(d, gp);
+  d->lock.unlock();
   wakep();
 }
 
@@ -546,21 +599,32 @@ void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
   mcall(park_m);
 }
 
-void goready(G* gp) {
+namespace {
+
+void ready_status(G* gp) {
   GStatus waiting = GStatus::waiting;
   if (!gp->status.compare_exchange_strong(waiting, GStatus::runnable, std::memory_order_acquire))
     fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
           to_string(waiting));
   gp->waitreason = WaitReason::none;
+}
+
+}  // namespace
+
+void goready(G* gp) {
   M* m = getm();
-  if (m && m->p) {
-    runqput(m->p, gp, true);
-  } else {
-    Domain* d = sched->domains.front().get();
-    d->lock.lock();
-    globrunqput(d, gp);
-    d->lock.unlock();
+  if (P* pp = m ? m->p : nullptr) {
+    ready_status(gp);
+    runqput(pp, gp, true);
+    wakep();
+    return;
   }
+  ForeignCall call;
+  ready_status(gp);
+  Domain* d = sched->domains.front().get();
+  d->lock.lock();
+  globrunqput(d, gp);
+  d->lock.unlock();
   wakep();
 }
 

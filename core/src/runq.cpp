@@ -76,7 +76,8 @@ std::uint32_t runqgrab(P* pp, std::array<std::atomic<G*>, kRunqSize>& batch,
 
 void runqput(P* pp, G* gp, bool next) {
   if (next) {
-    gp = pp->runnext.exchange(gp, std::memory_order_acq_rel);  // the old runnext is kicked to the ring
+    // seq_cst: with wakep's loads this is the submitter's half of the StoreLoad protocol (proc.cpp).
+    gp = pp->runnext.exchange(gp, std::memory_order_seq_cst);  // the old runnext is kicked to the ring
     if (!gp) return;
   }
   for (;;) {
@@ -109,11 +110,12 @@ RunqResult runqget(P* pp) {
 // enough: between the two loads runqput may kick the old runnext into the ring and runqget
 // may empty runnext. Re-reading tail after runnext detects that interleaving.
 bool runqempty(const P* pp) {
+  constexpr auto sc = std::memory_order_seq_cst;  // the spinner's re-check half of StoreLoad
   for (;;) {
-    std::uint32_t h = pp->runqhead.load(acq);
-    std::uint32_t t = pp->runqtail.load(acq);
-    G* next = pp->runnext.load(acq);
-    if (pp->runqtail.load(acq) == t) return h == t && next == nullptr;
+    std::uint32_t h = pp->runqhead.load(sc);
+    std::uint32_t t = pp->runqtail.load(sc);
+    G* next = pp->runnext.load(sc);
+    if (pp->runqtail.load(sc) == t) return h == t && next == nullptr;
   }
 }
 
@@ -149,6 +151,8 @@ void globrunqputbatch(Domain* d, GQueue batch, int n) {
 }
 
 G* globrunqget(P* pp, int max) {
+  // The caller's ring is empty (or n is 1), so the puts below cannot overflow it into
+  // runqputslow, which would take the lock we hold.
   Domain* d = pp->domain;
   int size = d->runqsize.load(rlx);
   if (size == 0) return nullptr;

@@ -7,6 +7,8 @@
 // exit: never resumed; their closures are destroyed and their stacks unmapped. A goroutine
 // that never returns to the scheduler (a loop without yield, before preemption exists) keeps
 // its M busy and run() waits for it.
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -52,9 +54,10 @@ Sched::Sched(const Config& c, topo::Topology t)
 
 Sched::~Sched() {
   for (M* m : allm) delete m;
-  for (G* chunk : gchunks) {
+  std::vector<G*> chunks = std::move(gchunks);
+  for (G* chunk : chunks) {
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
-      if (gp->invoke) gp->discard(gp->buf);
+      if (gp->invoke) gp->discard(gp);
     delete[] chunk;
   }
 }
@@ -88,6 +91,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
   sched = new Sched(cfg, std::move(topology));
+  foreign_sched.store(sched, std::memory_order_seq_cst);
 
   struct Main { void (*body)(void*); void* arg; } main{body, arg};
   Closure* c = newg();
@@ -121,6 +125,8 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     m->thread.join();
     ++joined;
   }
+  foreign_sched.store(nullptr, std::memory_order_seq_cst);
+  while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
   delete sched;
   sched = nullptr;
 }

@@ -46,9 +46,11 @@ struct Domain {
   GQueue runq;
   std::atomic<std::int32_t> runqsize{0};
   P* pidle = nullptr;
-  std::atomic<std::int32_t> npidle{0};
   M* midle = nullptr;
+  // Read by every go() and goready() (wakep); kept off the line that yields write.
+  alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
+  alignas(64) char pad_ = 0;
   std::vector<P*> ps;  // this domain's Ps, the victims of its thieves
   StealOrder steal_order;
 };
@@ -83,8 +85,12 @@ struct Sched {
   G* new_gchunk();  // glock held
 };
 
-// The running instance (nullptr when no runtime runs). Set by run_main before any M starts.
+// The running instance (nullptr when no runtime runs). Set by run_main before any M starts;
+// Ms use it freely, as run_main joins them all before deleting it. Foreign threads reach it
+// through foreign_sched and the foreign_calls count instead (proc.cpp, ForeignCall).
 extern Sched* sched;
+extern std::atomic<Sched*> foreign_sched;
+extern std::atomic<int> foreign_calls;
 
 // proc.cpp
 void mstart(M* m);

@@ -53,14 +53,20 @@ GuardMode probe_guard_mode() {
   return ok ? GuardMode::madvise : GuardMode::mprotect;
 }
 
+std::size_t round_to_pages(std::size_t bytes) {
+  auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
 }  // namespace
 
 StackPool::StackPool(std::size_t stack_size)
-    : stack_size_(stack_size),
-      slot_size_(kStackGuard + stack_size),
+    : stack_size_(round_to_pages(stack_size)),
+      slot_size_(kStackGuard + stack_size_),
       slab_slots_(std::max<std::size_t>(1, kSlabBytes / slot_size_)),
       mode_(probe_guard_mode()) {
   if (mode_ == GuardMode::mprotect) mprotect_budget_ = mprotect_budget();
+  if (mode_ == GuardMode::mprotect && mprotect_budget_ == 0) mode_ = GuardMode::canary;
   slab_index_ = static_cast<Slab*>(std::calloc(kMaxSlabs, sizeof(Slab)));
   if (!slab_index_) fatal("stack pool: out of memory");
 }
@@ -77,6 +83,8 @@ void StackPool::new_slab() {
   if (base == MAP_FAILED)
     fatal("cannot reserve %zu bytes for goroutine stacks (%s); lower NUGO_STACK", bytes,
           std::strerror(errno));
+  // With THP set to "always", touching one stack's top page could fault in 2 MiB.
+  madvise(base, bytes, MADV_NOHUGEPAGE);
   int n = nslabs_.load(std::memory_order_relaxed);
   if (n == kMaxSlabs) fatal("too many goroutine stacks (%d slabs)", n);
   slabs_.push_back({static_cast<char*>(base), bytes});
@@ -92,17 +100,23 @@ FreeStack* StackPool::carve() {
   carve_next_ += slot_size_;
   Stack s{guard + kStackGuard, guard + slot_size_, false};
 
+  const char* fallback = nullptr;  // why this and all later stacks go without a guard
   if (mode_ == GuardMode::madvise) {
     s.guarded = madvise(guard, kStackGuard, MADV_GUARD_INSTALL) == 0;
-  } else if (mprotect_budget_ > 0) {
+    if (!s.guarded) fallback = std::strerror(errno);
+  } else if (mode_ == GuardMode::mprotect) {
     s.guarded = mprotect(guard, kStackGuard, PROT_NONE) == 0;
-    if (s.guarded && --mprotect_budget_ == 0) {
-      mode_ = GuardMode::canary;
-      std::fprintf(stderr,
-                   "nugo: vm.max_map_count leaves no room for more guard pages; further "
-                   "goroutine stacks are checked by canary (use Linux 6.13+ or raise "
-                   "vm.max_map_count)\n");
-    }
+    if (!s.guarded)
+      fallback = std::strerror(errno);
+    else if (--mprotect_budget_ == 0)
+      fallback = "the vm.max_map_count budget for guard pages is used up";
+  }
+  if (fallback) {
+    mode_ = GuardMode::canary;
+    std::fprintf(stderr,
+                 "nugo: %s; further goroutine stacks are checked by canary instead of a guard "
+                 "page (use Linux 6.13+ or raise vm.max_map_count)\n",
+                 fallback);
   }
   if (!s.guarded) *reinterpret_cast<std::uint64_t*>(s.lo) = kStackCanary;
   return to_free(s);

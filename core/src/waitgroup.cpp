@@ -1,10 +1,13 @@
 // WaitGroup after Go's sync.WaitGroup: the counter and the waiter count share one atomic
 // word; the waiters wait on a small semaphore (a token count plus a list of parked Gs).
 //
-// Lifetime rule: when add() brings the counter to zero with w waiters, it resets the state,
-// then releases w tokens in a single critical section and touches the WaitGroup no more.
-// A waiter can only return after taking a token or being readied, i.e. after that section,
-// so it may destroy the WaitGroup at once.
+// Lifetime rule: a waiter may destroy the WaitGroup as soon as wait() returns, so the waker
+// must be done with it by then. When add() brings the counter to zero with w waiters, it
+// releases w tokens in one critical section and then, as its very last access, clears the
+// waiter count (release). Every way out of wait() passes that clear first:
+//   - a parked waiter is readied only after it;
+//   - a waiter that took a token, or that saw the counter at zero while waiters were still
+//     counted (it arrived during the release), spins until the waiter count reads zero.
 #include "nugo/waitgroup.hpp"
 
 #include <stdexcept>
@@ -33,7 +36,6 @@ void WaitGroup::add(std::int64_t delta) {
   if (counter > 0 || waiters == 0) return;
   if (state_.load(std::memory_order_relaxed) != state)
     detail::fatal("sync: WaitGroup misuse: add called concurrently with wait");
-  state_.store(0, std::memory_order_relaxed);
 
   spin_lock(lock_);
   detail::G* ready = nullptr;
@@ -45,6 +47,7 @@ void WaitGroup::add(std::int64_t delta) {
   }
   tokens_ += waiters;
   spin_unlock(lock_);
+  state_.store(0, std::memory_order_release);  // our last access to *this
   while (ready) {
     detail::G* next = ready->waitlink;
     ready->waitlink = nullptr;
@@ -57,10 +60,20 @@ void WaitGroup::wait() {
   if (!detail::getg()) throw std::logic_error("nugo::WaitGroup::wait: not called from a goroutine");
   std::uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
-    if (static_cast<std::int32_t>(state >> 32) == 0) return;
+    if (static_cast<std::int32_t>(state >> 32) == 0) {
+      if (static_cast<std::uint32_t>(state) != 0) wait_release_done();
+      return;
+    }
     if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) break;
   }
   sema_acquire();
+}
+
+// A waker is releasing waiters (counter zero, waiters still counted): let it finish with
+// *this before we return. It holds no lock the waiters need, so this is a short spin.
+void WaitGroup::wait_release_done() {
+  while (static_cast<std::uint32_t>(state_.load(std::memory_order_acquire)) != 0)
+    __builtin_ia32_pause();
 }
 
 void WaitGroup::sema_acquire() {
@@ -68,6 +81,7 @@ void WaitGroup::sema_acquire() {
   if (tokens_ > 0) {
     --tokens_;
     spin_unlock(lock_);
+    wait_release_done();
     return;
   }
   detail::G* gp = detail::getg();

@@ -25,8 +25,10 @@ namespace detail {
 // fit in buf is allocated on the heap and buf holds the pointer to it.
 struct Closure {
   static constexpr std::size_t kInline = 48;
-  void (*invoke)(void* buf) = nullptr;   // runs the function, then destroys it
-  void (*discard)(void* buf) = nullptr;  // destroys it without running (runtime teardown)
+  // Runs the function, then destroys it. Clears invoke before destroying, so that teardown
+  // never destroys twice a closure whose destructor blocked.
+  void (*invoke)(Closure* self) = nullptr;
+  void (*discard)(Closure* self) = nullptr;  // destroys it without running (runtime teardown)
   alignas(16) unsigned char buf[kInline];
 };
 
@@ -36,27 +38,39 @@ Closure* newg();
 void newproc(Closure* g);
 void freeg_unstarted(Closure* g);  // the closure's constructor threw
 
+template <class Fn>
+Fn* closure_object(Closure* c) {
+  if constexpr (sizeof(Fn) <= Closure::kInline && alignof(Fn) <= 16 &&
+                std::is_nothrow_move_constructible_v<Fn>)
+    return std::launder(reinterpret_cast<Fn*>(c->buf));
+  else
+    return *std::launder(reinterpret_cast<Fn**>(c->buf));
+}
+
+template <class Fn>
+void destroy_closure(Closure* c) {
+  if constexpr (sizeof(Fn) <= Closure::kInline && alignof(Fn) <= 16 &&
+                std::is_nothrow_move_constructible_v<Fn>)
+    closure_object<Fn>(c)->~Fn();
+  else
+    delete closure_object<Fn>(c);
+}
+
 template <class Fn, class F>
 void bind_closure(Closure* c, F&& f) {
   if constexpr (sizeof(Fn) <= Closure::kInline && alignof(Fn) <= 16 &&
-                std::is_nothrow_move_constructible_v<Fn>) {
+                std::is_nothrow_move_constructible_v<Fn>)
     ::new (static_cast<void*>(c->buf)) Fn(std::forward<F>(f));
-    c->invoke = [](void* buf) {
-      Fn* fn = std::launder(static_cast<Fn*>(buf));
-      struct Destroy { Fn* fn; ~Destroy() { fn->~Fn(); } } destroy{fn};
-      (*fn)();
-    };
-    c->discard = [](void* buf) { std::launder(static_cast<Fn*>(buf))->~Fn(); };
-  } else {
-    Fn* heap = new Fn(std::forward<F>(f));
-    ::new (static_cast<void*>(c->buf)) Fn*(heap);
-    c->invoke = [](void* buf) {
-      Fn* fn = *std::launder(static_cast<Fn**>(buf));
-      struct Destroy { Fn* fn; ~Destroy() { delete fn; } } destroy{fn};
-      (*fn)();
-    };
-    c->discard = [](void* buf) { delete *std::launder(static_cast<Fn**>(buf)); };
-  }
+  else
+    ::new (static_cast<void*>(c->buf)) Fn*(new Fn(std::forward<F>(f)));
+  // An exception escaping the function ends the process (a panic), so no unwinding path
+  // needs to destroy the closure.
+  c->invoke = [](Closure* self) {
+    (*closure_object<Fn>(self))();
+    self->invoke = nullptr;
+    destroy_closure<Fn>(self);
+  };
+  c->discard = [](Closure* self) { destroy_closure<Fn>(self); };
 }
 
 // Runs body(arg) as the main goroutine of a new runtime instance and tears it down after.

@@ -24,6 +24,7 @@ class WaitGroup {
 
  private:
   void sema_acquire();
+  void wait_release_done();
   // Go's layout: counter in the high 32 bits, number of waiters in the low 32, so that the
   // waker knows how many to release without touching anything a returned waiter may free.
   std::atomic<std::uint64_t> state_{0};

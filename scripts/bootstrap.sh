@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nugo's build needs, only those missing. Idempotent.
+#   scripts/bootstrap.sh              the build and the tests
+#   scripts/bootstrap.sh --baselines  also Go 1.19 and Boost.Fiber, for the baseline twins
+# Runs apt-get as root, or through sudo.
+set -euo pipefail
+
+usage() { echo "usage: scripts/bootstrap.sh [--baselines]" >&2; exit 2; }
+
+packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
+          catch2 libbenchmark-dev hwloc numactl python3)
+for arg in "$@"; do
+  case "$arg" in
+    --baselines) packages+=(golang-go libboost-fiber-dev) ;;
+    -h|--help) usage ;;
+    *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null; then
+  sudo=(sudo)
+else
+  echo "bootstrap.sh: need root or sudo to install: ${missing[*]}" >&2
+  exit 1
+fi
+echo "bootstrap.sh: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
