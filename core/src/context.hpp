@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #if NUGO_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -52,6 +53,15 @@ inline void sanitizer_start_switch([[maybe_unused]] SanitizerStack* from,
 inline void sanitizer_finish_switch([[maybe_unused]] SanitizerStack& self) {
 #if NUGO_ASAN
   __sanitizer_finish_switch_fiber(self.fake_stack, nullptr, nullptr);
+#endif
+}
+
+// A goroutine that dies or is abandoned leaves the redzones of its live frames poisoned, and
+// its stack is reused (or its address range remapped) later. Only [sp, hi) can hold frames:
+// unpoisoning just that keeps ASan from writing, and committing, shadow for whole stacks.
+inline void sanitizer_forget_frames([[maybe_unused]] const void* sp, [[maybe_unused]] const void* hi) {
+#if NUGO_ASAN
+  __asan_unpoison_memory_region(sp, static_cast<const char*>(hi) - static_cast<const char*>(sp));
 #endif
 }
 

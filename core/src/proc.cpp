@@ -28,9 +28,6 @@
 #include "sched.hpp"
 #include "signals.hpp"
 
-#if NUGO_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace nugo::detail {
 
@@ -179,9 +176,6 @@ Next execute(M* m, G* gp, bool inherit_time) {
     // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
     gp->stack = stackalloc(pp);
     gp->san = {gp->stack.lo, gp->stack.size(), nullptr};
-#if NUGO_ASAN
-    ASAN_UNPOISON_MEMORY_REGION(gp->stack.lo, gp->stack.size());
-#endif
     gp->ctx = make_fcontext(gp->stack.hi, gp->stack.size(), gentry);
   }
   sanitizer_start_switch(&m->g0san, gp->san);
@@ -199,6 +193,7 @@ Next goexit0(M* m, G* gp) {
   P* pp = m->p;
   gp->status.store(GStatus::dead, rlx);
   gp->waitreason = WaitReason::none;
+  sanitizer_forget_frames(gp->ctx, gp->stack.hi);
   stackfree(pp, gp->stack);
   gp->stack = {};
   gp->ctx = nullptr;

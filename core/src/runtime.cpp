@@ -56,8 +56,10 @@ Sched::~Sched() {
   for (M* m : allm) delete m;
   std::vector<G*> chunks = std::move(gchunks);
   for (G* chunk : chunks) {
-    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
       if (gp->invoke) gp->discard(gp);
+      if (gp->ctx) sanitizer_forget_frames(gp->ctx, gp->stack.hi);  // abandoned mid-run
+    }
     delete[] chunk;
   }
 }
