@@ -19,15 +19,14 @@ enum class WaitReason : std::uint8_t { none, waitgroup };
 const char* to_string(GStatus s);
 const char* to_string(WaitReason r);
 
-// Two cache lines: spawning and switching touch little else, and a fan-out of 100k
-// goroutines walks them by the thousand.
+// Two cache lines: spawning and switching touch little else. Run queues and free lists hold
+// pointers to Gs rather than linking through them, so queueing a G does not touch it.
 struct alignas(64) G : Closure {
   fcontext_t ctx = nullptr;  // saved context while switched out
   Stack stack;               // bound at first run (see core/README.md: lazy stacks)
   std::atomic<GStatus> status{GStatus::idle};
   WaitReason waitreason = WaitReason::none;
   std::int64_t goid = 0;
-  G* schedlink = nullptr;  // run queues and free lists
   G* waitlink = nullptr;   // wait queues of blocking primitives
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
 };
@@ -38,44 +37,5 @@ static_assert(sizeof(G) == 128, "G should stay two cache lines");
 // Gs are allocated in chunks, never one by one, and never freed while the runtime runs:
 // dead ones are recycled through the free lists (gfput/gfget).
 inline constexpr int kGChunk = 256;
-
-// An intrusive FIFO of Gs through schedlink (Go's gQueue).
-struct GQueue {
-  G* head = nullptr;
-  G* tail = nullptr;
-
-  bool empty() const { return head == nullptr; }
-  void push_back(G* gp) {
-    gp->schedlink = nullptr;
-    if (tail) tail->schedlink = gp; else head = gp;
-    tail = gp;
-  }
-  void push_back_all(G* first, G* last) {
-    last->schedlink = nullptr;
-    if (tail) tail->schedlink = first; else head = first;
-    tail = last;
-  }
-  G* pop() {
-    G* gp = head;
-    if (gp) {
-      head = gp->schedlink;
-      if (!head) tail = nullptr;
-    }
-    return gp;
-  }
-};
-
-// An intrusive LIFO of Gs through schedlink (Go's gList), with its length.
-struct GList {
-  G* head = nullptr;
-  int n = 0;
-
-  void push(G* gp) { gp->schedlink = head; head = gp; ++n; }
-  G* pop() {
-    G* gp = head;
-    if (gp) { head = gp->schedlink; --n; }
-    return gp;
-  }
-};
 
 }  // namespace nugo::detail

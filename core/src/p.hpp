@@ -43,7 +43,9 @@ struct P {
   std::int64_t goidcache = 0;
   std::int64_t goidcacheend = 0;
 
-  GList gfree;                      // dead Gs (without stacks)
+  // Dead Gs (without stacks), as pointers: recycling them touches no G (core/README.md).
+  std::array<G*, kGFreeMax> gfree{};
+  int ngfree = 0;
   G* gchunk_next = nullptr;         // never-used Gs of this P's current chunk
   G* gchunk_end = nullptr;
   FreeStack* stackcache = nullptr;  // free stacks (Go keeps these in mcache)

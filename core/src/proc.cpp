@@ -21,6 +21,7 @@
 #include <time.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -74,25 +75,28 @@ using McallFn = Next (*)(M*, G*);
 // ---- G and stack caches (gfget/gfput, stackalloc/stackfree) ----
 
 G* gfget(P* pp) {
-  if (!pp->gfree.head && sched->ngfree.load(rlx) > 0) {
+  if (pp->ngfree == 0 && sched->ngfree.load(rlx) > 0) {
     sched->glock.lock();
-    while (pp->gfree.n < kGFreeRefill) {
-      G* gp = sched->gfree.pop();
-      if (!gp) break;
-      pp->gfree.push(gp);
-    }
-    sched->ngfree.store(sched->gfree.n, rlx);
+    std::vector<G*>& global = sched->gfree;
+    int n = std::min<int>(kGFreeRefill, static_cast<int>(global.size()));
+    std::copy(global.end() - n, global.end(), pp->gfree.begin());
+    global.resize(global.size() - n);
+    pp->ngfree = n;
+    sched->ngfree.store(static_cast<int>(global.size()), rlx);
     sched->glock.unlock();
   }
-  return pp->gfree.pop();
+  return pp->ngfree > 0 ? pp->gfree[--pp->ngfree] : nullptr;
 }
 
 void gfput(P* pp, G* gp) {
-  pp->gfree.push(gp);
-  if (pp->gfree.n < kGFreeMax) return;
+  pp->gfree[pp->ngfree++] = gp;
+  if (pp->ngfree < kGFreeMax) return;
+  constexpr int n = kGFreeMax / 2;
+  pp->ngfree -= n;
   sched->glock.lock();
-  while (pp->gfree.n > kGFreeMax / 2) sched->gfree.push(pp->gfree.pop());
-  sched->ngfree.store(sched->gfree.n, rlx);
+  sched->gfree.insert(sched->gfree.end(), pp->gfree.begin() + pp->ngfree,
+                      pp->gfree.begin() + pp->ngfree + n);
+  sched->ngfree.store(static_cast<int>(sched->gfree.size()), rlx);
   sched->glock.unlock();
 }
 
@@ -541,9 +545,11 @@ Closure* newg() {
   }
   ForeignCall call;
   sched->glock.lock();
-  G* gp = sched->gfree.pop();
-  if (gp) {
-    sched->ngfree.store(sched->gfree.n, rlx);
+  G* gp = nullptr;
+  if (!sched->gfree.empty()) {
+    gp = sched->gfree.back();
+    sched->gfree.pop_back();
+    sched->ngfree.store(static_cast<int>(sched->gfree.size()), rlx);
   } else {
     if (sched->gchunk_next == sched->gchunk_end) {
       sched->gchunk_next = sched->new_gchunk();
@@ -559,8 +565,8 @@ void freeg_unstarted(Closure* c) {
   G* gp = static_cast<G*>(c);
   gp->status.store(GStatus::dead, rlx);
   sched->glock.lock();
-  sched->gfree.push(gp);
-  sched->ngfree.store(sched->gfree.n, rlx);
+  sched->gfree.push_back(gp);
+  sched->ngfree.store(static_cast<int>(sched->gfree.size()), rlx);
   sched->glock.unlock();
 }
 

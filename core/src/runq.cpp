@@ -32,11 +32,9 @@ bool runqputslow(P* pp, G* gp, std::uint32_t head, std::uint32_t tail) {
   for (std::uint32_t i = 0; i < n; ++i) batch[i] = pp->runq[(head + i) % kRunqSize].load(rlx);
   if (!pp->runqhead.compare_exchange_strong(head, head + n, rel, rlx)) return false;
   batch[n] = gp;
-  GQueue q;
-  for (G* g : batch) q.push_back(g);
   Domain* d = pp->domain;
   d->lock.lock();
-  globrunqputbatch(d, q, n + 1);
+  globrunqputbatch(d, batch, n + 1);
   d->lock.unlock();
   return true;
 }
@@ -145,8 +143,8 @@ void globrunqput(Domain* d, G* gp) {
   d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
 }
 
-void globrunqputbatch(Domain* d, GQueue batch, int n) {
-  d->runq.push_back_all(batch.head, batch.tail);
+void globrunqputbatch(Domain* d, G* const* batch, int n) {
+  d->runq.insert(d->runq.end(), batch, batch + n);
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
@@ -160,8 +158,9 @@ G* globrunqget(P* pp, int max) {
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
-  G* gp = d->runq.pop();
-  while (--n > 0) runqput(pp, d->runq.pop(), false);
+  G* gp = d->runq.front();
+  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i], false);
+  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
   return gp;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -43,7 +44,9 @@ class StealOrder {
 struct Domain {
   int id = 0;
   Lock lock;  // Go's sched.lock, for this domain's lists below
-  GQueue runq;
+  // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
+  // touches no G (Go links Gs through g.schedlink instead; see core/README.md).
+  std::deque<G*> runq;
   std::atomic<std::int32_t> runqsize{0};
   P* pidle = nullptr;
   M* midle = nullptr;
@@ -73,8 +76,8 @@ struct Sched {
   std::vector<G*> gchunks;  // every G ever allocated, kGChunk per entry (Go's allgs)
   G* gchunk_next = nullptr;
   G* gchunk_end = nullptr;
-  GList gfree;
-  std::atomic<int> ngfree{0};  // gfree.n, readable without glock
+  std::vector<G*> gfree;        // dead Gs beyond what the Ps cache
+  std::atomic<int> ngfree{0};  // gfree.size(), readable without glock
 
   std::atomic<std::int64_t> goidgen{0};
   StackPool stacks;
@@ -103,7 +106,7 @@ P* pidleget(Domain* d);  // domain lock held
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
 void goready(G* gp);
 void globrunqput(Domain* d, G* gp);                    // domain lock held
-void globrunqputbatch(Domain* d, GQueue batch, int n);  // domain lock held
+void globrunqputbatch(Domain* d, G* const* batch, int n);  // domain lock held
 G* getg();
 void gosched();
 
