@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nugo/nugo.hpp>
 #include <string>
 #include <vector>
@@ -13,14 +12,6 @@
 #include "sched.hpp"
 
 namespace {
-
-long count_mappings() {
-  std::ifstream in("/proc/self/maps");
-  std::string line;
-  long n = 0;
-  while (std::getline(in, line)) ++n;
-  return n;
-}
 
 }  // namespace
 
@@ -56,7 +47,7 @@ TEST_CASE("one million goroutines are alive at the same time", "[scale]") {
         finished.done();
       });
     started.wait();
-    mappings_alive = count_mappings();
+    mappings_alive = nugo::detail::count_mappings();
     for (const auto& stack : sampled) max_resident = std::max(max_resident, resident_pages(stack));
     mode = nugo::detail::sched->stacks.guard_mode();
     gate.done();

@@ -27,14 +27,6 @@ long read_long(const char* path, long fallback) {
   return (in >> v) ? v : fallback;
 }
 
-long count_mappings() {
-  std::ifstream in("/proc/self/maps");
-  std::string line;
-  long n = 0;
-  while (std::getline(in, line)) ++n;
-  return n;
-}
-
 // The mprotect budget leaves the process half of the map count headroom that remains, for
 // malloc arenas, thread stacks and the user's own mappings.
 std::size_t mprotect_budget() {
@@ -169,6 +161,14 @@ FreeStack* StackPool::to_free(const Stack& s) {
   f->next = nullptr;
   f->guarded = s.guarded;
   return f;
+}
+
+long count_mappings() {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  long n = 0;
+  while (std::getline(in, line)) ++n;
+  return n;
 }
 
 bool parse_size(const char* text, std::size_t* out) {
