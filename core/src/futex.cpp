@@ -2,9 +2,9 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "fatal.hpp"
 
 namespace nugo::detail {
 
@@ -12,6 +12,14 @@ void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected) {
   // EAGAIN (value changed) and EINTR are both "look again" for every caller.
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected,
           nullptr, nullptr, 0);
+}
+
+void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
+                      std::int64_t deadline_ns) {
+  timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
+              static_cast<long>(deadline_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_BITSET_PRIVATE, expected,
+          &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
 void futex_wake(std::atomic<std::uint32_t>* addr, int count) {
@@ -32,12 +40,21 @@ void Lock::lock_slow() {
 }
 
 void Note::wakeup() {
-  if (key_.exchange(1, std::memory_order_release) != 0) fatal("notewakeup: double wakeup");
-  futex_wake(&key_, 1);
+  if (key_.exchange(1, std::memory_order_release) == 0) futex_wake(&key_, 1);
 }
 
 void Note::sleep() {
   while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
+}
+
+bool Note::sleep_until(std::int64_t deadline_ns) {
+  while (key_.load(std::memory_order_acquire) == 0) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec * 1'000'000'000ll + now.tv_nsec >= deadline_ns) return false;
+    futex_wait_until(&key_, 0, deadline_ns);
+  }
+  return true;
 }
 
 }  // namespace nugo::detail

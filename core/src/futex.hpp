@@ -9,6 +9,9 @@
 namespace nugo::detail {
 
 void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected);
+// As futex_wait, but returns by the absolute CLOCK_MONOTONIC time deadline_ns at the latest.
+void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
+                      std::int64_t deadline_ns);
 void futex_wake(std::atomic<std::uint32_t>* addr, int count);
 
 // A three-state mutex (0 free, 1 locked, 2 locked with sleepers) with a short spin before
@@ -30,11 +33,14 @@ class Lock {
 };
 
 // A one-shot event: sleep() returns once wakeup() has been called; clear() re-arms it.
-// Exactly one waker per arming: a second wakeup() before clear() is a scheduler bug.
+// Several wakeups before a clear() count as one (a timer wake-up and startm may race), so a
+// sleeper must check why it woke.
 class Note {
  public:
   void wakeup();
   void sleep();
+  // Returns false if deadline_ns (CLOCK_MONOTONIC) passed without a wakeup.
+  bool sleep_until(std::int64_t deadline_ns);
   void clear() { key_.store(0, std::memory_order_relaxed); }
 
  private:

@@ -14,7 +14,21 @@ namespace nugo::detail {
 // waiting -> runnable, which the waker performs from anywhere (goready).
 enum class GStatus : std::uint8_t { idle, runnable, running, syscall, waiting, dead, preempted };
 
-enum class WaitReason : std::uint8_t { none, waitgroup };
+enum class WaitReason : std::uint8_t {
+  none,
+  waitgroup,
+  chan_send,
+  chan_recv,
+  chan_send_nil,
+  chan_recv_nil,
+  select,
+  select_no_cases,
+  sleep,
+  mutex,
+  rwmutex_read,
+  rwmutex_write,
+  cond,
+};
 
 const char* to_string(GStatus s);
 const char* to_string(WaitReason r);

@@ -5,9 +5,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "g.hpp"
+#include "futex.hpp"
 #include "stack.hpp"
+#include "timer.hpp"
 
 namespace nugo::detail {
 
@@ -28,9 +31,8 @@ struct P {
   M* m = nullptr;         // the M it is attached to, if running
   P* link = nullptr;      // idle P list
   std::uint32_t schedtick = 0;  // schedules that did not inherit a time slice
-  // Bounding inherited slices (findrunnable): a sampling counter and the slice's start.
-  std::uint32_t inherits = 0;
-  std::uint32_t slice_tick = 0;       // schedtick when slice_start_ns was taken
+  // Bounding inherited slices (findrunnable, inherited_slice_expired).
+  std::uint32_t slice_tick = ~0u;     // schedtick when slice_start_ns was taken
   std::int64_t slice_start_ns = 0;
 
   // The local run queue: a 256-slot ring with one producer (the owner) and CAS consumers
@@ -50,6 +52,12 @@ struct P {
   G* gchunk_end = nullptr;
   FreeStack* stackcache = nullptr;  // free stacks (Go keeps these in mcache)
   int nstackcache = 0;
+
+  // Timers (timer.hpp): a 4-ary heap under timerslock; timer0when is the earliest `when`
+  // (0: none), readable without the lock.
+  Lock timerslock;
+  std::vector<Timer*> timers;
+  std::atomic<std::int64_t> timer0when{0};
 };
 
 // Run queue operations, named as in Go's proc.go.

@@ -28,6 +28,7 @@
 #include "fatal.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
+#include "timer.hpp"
 
 
 namespace nugo::detail {
@@ -60,7 +61,6 @@ constexpr auto sc = std::memory_order_seq_cst;
 constexpr int kStealTries = 4;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
 constexpr std::int64_t kTimeSliceNs = 10'000'000;  // Go's forcePreemptNS
-constexpr std::uint32_t kInheritSample = 64;       // inherits between looks at the clock
 
 thread_local M* tls_m = nullptr;
 
@@ -220,6 +220,12 @@ Next gosched_m(M* m, G* gp) {
   return {next, false};
 }
 
+Next goyield_m(M* m, G* gp) {
+  gp->status.store(GStatus::runnable, rlx);
+  runqput(m->p, gp, false);
+  return {};
+}
+
 Next park_m(M* m, G* gp) {
   gp->status.store(GStatus::waiting, std::memory_order_release);
   auto unlockf = m->waitunlockf;
@@ -268,21 +274,47 @@ void newm(Domain* d, P* pp, bool spinning) {
   sched->mlock.unlock();
 }
 
-// Parks the M until startm hands it a P (or the runtime stops).
-void stopm(M* m) {
+// Removes m from the idle M list; false if it is not there (startm took it).
+bool mremove(Domain* d, M* m) {
+  for (M** link = &d->midle; *link; link = &(*link)->schedlink) {
+    if (*link == m) {
+      *link = m->schedlink;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Parks the M until startm hands it a P (returns true, with the P acquired). With a deadline
+// (the timer sleeper), also returns false when the deadline passes or addtimer wakes it for an
+// earlier timer; and false when the runtime stops.
+bool stopm(M* m, std::int64_t deadline_ns) {
   Domain* d = m->domain;
   d->lock.lock();
   if (sched->stopping.load(rlx)) {
     d->lock.unlock();
-    return;
+    return false;
   }
   mput(d, m);
   d->lock.unlock();
-  m->park.sleep();
-  m->park.clear();
-  if (m->nextp) {
-    acquirep(m->nextp);
-    m->nextp = nullptr;
+  for (;;) {
+    if (deadline_ns)
+      m->park.sleep_until(deadline_ns);
+    else
+      m->park.sleep();
+    m->park.clear();
+    if (m->nextp) {
+      acquirep(m->nextp);
+      m->nextp = nullptr;
+      return true;
+    }
+    if (sched->stopping.load(rlx)) return false;
+    if (!deadline_ns) continue;  // a stale wake-up (Note wakeups merge); still idle-listed
+    d->lock.lock();
+    bool listed = mremove(d, m);
+    d->lock.unlock();
+    if (listed) return false;
+    deadline_ns = 0;  // startm took us off the list: its P is on the way
   }
 }
 
@@ -295,18 +327,36 @@ void resetspinning(M* m) {
 
 // Steals half of some other P's queue: 4 rounds over all Ps of the domain in random order;
 // the last round may also take a victim's runnext.
-G* steal_work(M* m, P* pp) {
+// The last round also runs the victims' due timers, idle victims included: that is how the
+// timers of an idle P fire. A timer that readies a goroutine readies it onto our P.
+G* steal_work(M* m, P* pp, std::int64_t now) {
   Domain* d = pp->domain;
   for (int round = 0; round < kStealTries; ++round) {
     bool last = round == kStealTries - 1;
     for (auto e = d->steal_order.start(m->rand()); !e.done(); e.next()) {
       if (sched->stopping.load(rlx)) return nullptr;
       P* victim = d->ps[e.position()];
-      if (victim == pp || victim->status.load(rlx) == PStatus::idle) continue;
+      if (victim == pp) continue;
+      if (last && nexttimer(victim) != 0) {
+        if (now == 0) now = nanotime();
+        if (checktimers(victim, now) > 0)
+          if (G* gp = runqget(pp).gp) return gp;
+      }
+      if (victim->status.load(rlx) == PStatus::idle) continue;
       if (G* gp = runqsteal(pp, victim, last)) return gp;
     }
   }
   return nullptr;
+}
+
+// The earliest timer of the domain's Ps, or 0.
+std::int64_t earliest_timer(const Domain* d) {
+  std::int64_t earliest = 0;
+  for (const P* p : d->ps) {
+    std::int64_t w = nexttimer(p);
+    if (w != 0 && (earliest == 0 || w < earliest)) earliest = w;
+  }
+  return earliest;
 }
 
 // After giving up its P, a former spinner looks at every queue once more (the StoreLoad
@@ -321,19 +371,15 @@ P* check_runqs_nop(Domain* d) {
   return pp;
 }
 
-std::int64_t nanotime() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;
-}
-
 // A G taken from runnext inherits the time slice, so two goroutines readying each other could
 // keep the P forever. Go ends such a slice by preemption from sysmon after 10 ms; until nugo
-// has sysmon (issue 4), the slice ends at the first scheduling point after 10 ms. The clock is
-// read once every kInheritSample inherits, so a slice's start is known to within that many.
+// has sysmon (issue 4), the slice ends at the first scheduling point after 10 ms. The clock
+// is CLOCK_MONOTONIC_COARSE (a memory read in the vDSO; a few ms of resolution is plenty for
+// a 10 ms slice), and a slice's start is taken at its first inherited run.
 bool inherited_slice_expired(P* pp) {
-  if (++pp->inherits % kInheritSample != 0) return false;
-  std::int64_t now = nanotime();
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  std::int64_t now = ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;
   if (pp->slice_tick != pp->schedtick) {
     pp->slice_tick = pp->schedtick;
     pp->slice_start_ns = now;
@@ -350,6 +396,8 @@ top:
   if (sched->stopping.load(rlx)) return nullptr;
   P* pp = m->p;
   Domain* d = pp->domain;
+  std::int64_t now = 0;
+  if (nexttimer(pp) != 0) checktimers(pp, now = nanotime());
 
   // Fairness: two goroutines readying each other through runnext would otherwise keep the
   // global queue waiting forever.
@@ -385,7 +433,7 @@ top:
       m->spinning = true;
       d->nmspinning.fetch_add(1, sc);
     }
-    if (G* gp = steal_work(m, pp)) return gp;
+    if (G* gp = steal_work(m, pp, now)) return gp;
   }
 
   // Nothing anywhere: give the P back. The global queue is re-checked under the same lock
@@ -410,8 +458,38 @@ top:
       goto top;
     }
   }
-  stopm(m);
-  goto top;
+
+  // Sleep without a P. While timers are pending, one M (the timer sleeper) sleeps only until
+  // the earliest of them and then takes an idle P to run it; the others sleep until startm.
+  for (bool may_sleep_for_timers = true;;) {
+    std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
+    bool sleeper = false;
+    if (next != 0) {
+      M* none = nullptr;
+      sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
+      if (sleeper) {
+        sched->timer_sleep_until.store(next, sc);
+        // Published; now catch a timer added before addtimer could see us.
+        std::int64_t again = earliest_timer(d);
+        if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
+      }
+    }
+    bool got_p = stopm(m, sleeper ? next : 0);
+    if (sleeper) {
+      sched->timer_sleep_until.store(INT64_MAX, sc);
+      sched->timer_sleeper.store(nullptr, sc);
+    }
+    if (got_p) goto top;
+    if (sched->stopping.load(rlx)) return nullptr;
+    d->lock.lock();
+    P* idle = pidleget(d);
+    d->lock.unlock();
+    if (idle) {
+      acquirep(idle);
+      goto top;
+    }
+    may_sleep_for_timers = false;  // every P is running, and each runs its own timers
+  }
 }
 
 void install_sigaltstack(M* m) { m->altstack = signals::install_altstack(); }
@@ -630,6 +708,7 @@ void goready(G* gp) {
 }
 
 void gosched() { mcall(gosched_m); }
+void goyield() { mcall(goyield_m); }
 
 // ---- StealOrder ----
 
@@ -660,6 +739,17 @@ const char* to_string(WaitReason r) {
   switch (r) {
     case WaitReason::none: return "";
     case WaitReason::waitgroup: return "sync.WaitGroup.Wait";
+    case WaitReason::chan_send: return "chan send";
+    case WaitReason::chan_recv: return "chan receive";
+    case WaitReason::chan_send_nil: return "chan send (nil chan)";
+    case WaitReason::chan_recv_nil: return "chan receive (nil chan)";
+    case WaitReason::select: return "select";
+    case WaitReason::select_no_cases: return "select (no cases)";
+    case WaitReason::sleep: return "sleep";
+    case WaitReason::mutex: return "sync.Mutex.Lock";
+    case WaitReason::rwmutex_read: return "sync.RWMutex.RLock";
+    case WaitReason::rwmutex_write: return "sync.RWMutex.Lock";
+    case WaitReason::cond: return "sync.Cond.Wait";
   }
   return "?";
 }

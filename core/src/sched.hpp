@@ -82,6 +82,11 @@ struct Sched {
   std::atomic<std::int64_t> goidgen{0};
   StackPool stacks;
 
+  // The M sleeping until the earliest timer while all others sleep indefinitely, and until
+  // when (INT64_MAX: none). addtimer wakes it for an earlier timer.
+  std::atomic<M*> timer_sleeper{nullptr};
+  std::atomic<std::int64_t> timer_sleep_until{INT64_MAX};
+
   std::atomic<bool> stopping{false};
   Note main_done;  // the caller of run() sleeps here
 
@@ -109,5 +114,7 @@ void globrunqput(Domain* d, G* gp);                    // domain lock held
 void globrunqputbatch(Domain* d, G* const* batch, int n);  // domain lock held
 G* getg();
 void gosched();
+// Go's goyield: like gosched, but to the tail of the local run queue.
+void goyield();
 
 }  // namespace nugo::detail

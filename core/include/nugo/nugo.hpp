@@ -4,4 +4,7 @@
 #include "nugo/config.hpp"
 #include "nugo/runtime.hpp"
 #include "nugo/topology.hpp"
+#include "nugo/chan.hpp"
+#include "nugo/sync.hpp"
+#include "nugo/time.hpp"
 #include "nugo/waitgroup.hpp"

@@ -4,7 +4,9 @@
 // name in experiments/bench (see experiments/baselines/README.md for the
 // mapping), so that scripts/micro.py can compare the two side by side in one
 // run on one machine. GOMAXPROCS is chosen with -test.cpu, which plays the
-// role of nugo's procs:N argument.
+// role of nugo's procs:N argument. This file holds the scheduler benchmarks
+// (goroutine creation, switching, fan-outs, skynet, PingPongHog);
+// sync_test.go holds those of channels, select, mutexes and timers.
 //
 // Only the standard library is used: the machines that run this have no
 // module proxy.
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkYieldPing measures one goroutine switch: two goroutines call
@@ -78,6 +81,100 @@ func BenchmarkFanOut100k(b *testing.B) {
 	b.ReportMetric(peakRSSMiB(b), "peak_rss_mib")
 }
 
+// The classic skynet benchmark: a tree of goroutines with skynetLeaves leaves
+// and a fan-out of skynetFanOut at every level (1,111,111 goroutines in all),
+// where each leaf sends its number and each inner goroutine sends the sum of
+// its children's, so that the root receives 0 + 1 + ... + 999,999.
+const (
+	skynetLeaves   = 1_000_000
+	skynetFanOut   = 10
+	skynetChecksum = skynetLeaves * (skynetLeaves - 1) / 2 // 499,999,500,000
+)
+
+// skynet is the goroutine of the classic program, with its signature: num is
+// the first leaf number of its subtree, size the number of leaves in it, div
+// the fan-out. Children send on an unbuffered channel made by their parent.
+func skynet(c chan int, num, size, div int) {
+	if size == 1 {
+		c <- num
+		return
+	}
+	children := make(chan int)
+	childSize := size / div
+	for i := 0; i < div; i++ {
+		go skynet(children, num+i*childSize, childSize, div)
+	}
+	sum := 0
+	for i := 0; i < div; i++ {
+		sum += <-children
+	}
+	c <- sum
+}
+
+// BenchmarkSkynet runs one whole skynet tree per op (ns/op is ns per run)
+// and fails if the root's sum is not the checksum. Like BenchmarkFanOut100k
+// it reports the process's peak RSS, and wants a process of its own for that
+// figure (-test.bench '^BenchmarkSkynet$' with a single -test.cpu value).
+func BenchmarkSkynet(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		root := make(chan int)
+		go skynet(root, 0, skynetLeaves, skynetFanOut)
+		if sum := <-root; sum != skynetChecksum {
+			b.Fatalf("skynet sum %d, want %d", sum, skynetChecksum)
+		}
+	}
+	b.ReportMetric(peakRSSMiB(b), "peak_rss_mib")
+}
+
+// BenchmarkPingPongHog is runtime/proc_test.go's benchmark of that name: on
+// one P, a goroutine spinning on a non-blocking select (the hog) competes
+// with two goroutines that pass a token back and forth b.N times over
+// unbuffered channels. ns/op is ns per round trip (two channel hand-offs) and
+// measures whether the ping-pong pair keeps getting the P while the hog
+// holds it for whole time slices. It forces GOMAXPROCS to 1 itself, as Go's
+// does; micro.py runs it with -test.cpu 1 only.
+func BenchmarkPingPongHog(b *testing.B) {
+	if b.N == 0 {
+		return
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+
+	stop, done := make(chan bool), make(chan bool)
+	go func() { // the hog
+		for {
+			select {
+			case <-stop:
+				done <- true
+				return
+			default:
+			}
+		}
+	}()
+
+	ping, pong := make(chan bool), make(chan bool)
+	go func() {
+		for i := 0; i < b.N; i++ {
+			pong <- <-ping
+		}
+		close(stop)
+		done <- true
+	}()
+	go func() {
+		for i := 0; i < b.N; i++ {
+			ping <- <-pong
+		}
+		done <- true
+	}()
+	b.ResetTimer()
+	ping <- true // serve
+	<-stop
+	b.StopTimer()
+	<-ping // the last return, so that the second player can finish
+	for i := 0; i < 3; i++ {
+		<-done
+	}
+}
+
 // peakRSSMiB is the process's high-water resident set size. Linux reports
 // ru_maxrss in KiB.
 func peakRSSMiB(b *testing.B) float64 {
@@ -86,4 +183,14 @@ func peakRSSMiB(b *testing.B) float64 {
 		b.Fatalf("getrusage: %v", err)
 	}
 	return float64(usage.Maxrss) / 1024
+}
+
+// processCPUTime is the user plus system CPU time of all the process's
+// threads so far.
+func processCPUTime(b *testing.B) time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }

@@ -1,0 +1,263 @@
+// nugo::Chan<T> and nugo::select: Go's channels.
+//
+//   nugo::Chan<int> ch;          // unbuffered (make(chan int))
+//   nugo::Chan<int> jobs(100);   // buffered
+//   nugo::go([=] { ch.send(42); ch.close(); });
+//   for (int v : ch) use(v);     // until closed and drained
+//
+//   nugo::select(
+//       nugo::on_recv(jobs, [](std::optional<int> v) { /* v empty: jobs is closed */ }),
+//       nugo::on_send(results, 7, [] { /* sent */ }),
+//       nugo::on_recv(nugo::after(100ms), [](auto) { /* timed out */ }),
+//       nugo::on_default([] { /* nothing was ready */ }));
+//
+// A Chan is a handle: copies refer to the same channel. Sending on a closed channel and
+// closing a closed channel throw nugo::Panic in the offending goroutine (an uncaught Panic ends
+// the process, like Go's panic). Blocking operations must be called from a goroutine;
+// try_send/try_recv and close may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <iterator>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace nugo {
+
+// A Go runtime panic raised as an exception in the goroutine that caused it.
+class Panic : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+struct hchan;
+
+// How the type-erased channel core moves and destroys elements.
+struct ElemOps {
+  void (*move_construct)(void* dst, void* src);
+  void (*destroy)(void* obj);
+  std::size_t size;
+  std::size_t align;
+};
+
+template <class T>
+inline constexpr ElemOps elem_ops{
+    [](void* dst, void* src) { ::new (dst) T(std::move(*static_cast<T*>(src))); },
+    [](void* obj) { static_cast<T*>(obj)->~T(); }, sizeof(T), alignof(T)};
+
+hchan* makechan(const ElemOps* ops, std::size_t cap);
+void chan_retain(hchan* c);
+void chan_release(hchan* c);
+// Moves *src into the channel. false only when !block and the send would block.
+bool chansend(hchan* c, void* src, bool block);
+struct RecvStatus {
+  bool selected;  // false: !block and nothing to receive
+  bool received;  // an element was constructed at dst; false with selected: closed
+};
+RecvStatus chanrecv(hchan* c, void* dst, bool block);
+void closechan(hchan* c);
+std::size_t chanlen(const hchan* c);
+std::size_t chancap(const hchan* c);
+
+struct SelectCase {
+  hchan* c;    // nullptr: a nil channel, never ready
+  void* elem;  // send: the value to move from; receive: storage to construct into
+  bool send;
+};
+struct SelectResult {
+  int index;  // -1: no case was ready (only without blocking)
+  bool recv_ok;
+};
+SelectResult selectgo(SelectCase* cases, int ncases, bool block);
+
+template <class T>
+std::optional<T> take(void* storage) {
+  T* p = std::launder(static_cast<T*>(storage));
+  std::optional<T> v(std::move(*p));
+  p->~T();
+  return v;
+}
+
+struct Noop {
+  template <class... A>
+  void operator()(A&&...) const {}
+};
+
+}  // namespace detail
+
+template <class T>
+class Chan {
+ public:
+  using value_type = T;
+
+  Chan() : Chan(std::size_t{0}) {}
+  explicit Chan(std::size_t capacity) : c_(detail::makechan(&detail::elem_ops<T>, capacity)) {}
+  // A nil channel: sends and receives on it block forever, a select never chooses it.
+  static Chan nil() { return Chan(Nil{}); }
+
+  Chan(const Chan& o) : c_(o.c_) { if (c_) detail::chan_retain(c_); }
+  Chan(Chan&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  Chan& operator=(Chan o) noexcept {
+    std::swap(c_, o.c_);
+    return *this;
+  }
+  ~Chan() { if (c_) detail::chan_release(c_); }
+
+  void send(T v) const { detail::chansend(c_, &v, true); }
+  // Sends without blocking; false (and v is dropped) if the send would block.
+  bool try_send(T v) const { return detail::chansend(c_, &v, false); }
+
+  // The next value; empty once the channel is closed and drained (Go's `v, ok := <-ch`).
+  std::optional<T> recv() const {
+    alignas(T) unsigned char storage[sizeof(T)];
+    if (!detail::chanrecv(c_, storage, true).received) return std::nullopt;
+    return detail::take<T>(storage);
+  }
+
+  struct TryRecv {
+    bool ready;                // false: a receive would block
+    std::optional<T> value;    // with ready: empty if the channel is closed and drained
+  };
+  TryRecv try_recv() const {
+    alignas(T) unsigned char storage[sizeof(T)];
+    auto st = detail::chanrecv(c_, storage, false);
+    if (!st.received) return {st.selected, std::nullopt};
+    return {true, detail::take<T>(storage)};
+  }
+
+  void close() const { detail::closechan(c_); }
+  std::size_t len() const { return c_ ? detail::chanlen(c_) : 0; }
+  std::size_t cap() const { return c_ ? detail::chancap(c_) : 0; }
+  bool operator==(const Chan& o) const { return c_ == o.c_; }
+
+  // for (T v : ch): receives until the channel is closed and drained.
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(const Chan* ch) : ch_(ch) { ++*this; }
+    T& operator*() { return *v_; }
+    iterator& operator++() {
+      v_ = ch_->recv();
+      return *this;
+    }
+    bool operator==(std::default_sentinel_t) const { return !v_; }
+
+   private:
+    const Chan* ch_ = nullptr;
+    std::optional<T> v_;
+  };
+  iterator begin() const { return iterator(this); }
+  std::default_sentinel_t end() const { return {}; }
+
+  detail::hchan* raw() const { return c_; }
+
+ private:
+  struct Nil {};
+  explicit Chan(Nil) : c_(nullptr) {}
+  detail::hchan* c_;
+};
+
+// ---- select ----
+
+template <class T, class F>
+struct RecvCase {
+  detail::hchan* c;
+  F f;
+  alignas(T) unsigned char storage[sizeof(T)];
+  detail::SelectCase as_case() { return {c, storage, false}; }
+  void complete(bool ok) {
+    if (ok)
+      f(detail::take<T>(storage));
+    else
+      f(std::optional<T>{});
+  }
+};
+
+template <class T, class F>
+struct SendCase {
+  detail::hchan* c;
+  T value;
+  F f;
+  detail::SelectCase as_case() { return {c, &value, true}; }
+  void complete(bool) { f(); }
+};
+
+template <class F>
+struct DefaultCase {
+  F f;
+};
+
+// case v, ok := <-ch: f receives std::optional<T> (empty: closed).
+template <class T, class F = detail::Noop>
+RecvCase<T, F> on_recv(const Chan<T>& ch, F f = {}) {
+  return {ch.raw(), std::move(f), {}};
+}
+// case ch <- v: f() runs after the send.
+template <class T, class U, class F = detail::Noop>
+SendCase<T, F> on_send(const Chan<T>& ch, U&& value, F f = {}) {
+  return {ch.raw(), T(std::forward<U>(value)), std::move(f)};
+}
+// default: runs if no other case is ready.
+template <class F = detail::Noop>
+DefaultCase<F> on_default(F f = {}) {
+  return {std::move(f)};
+}
+
+namespace detail {
+template <class C>
+struct is_default_case : std::false_type {};
+template <class F>
+struct is_default_case<DefaultCase<F>> : std::true_type {};
+}  // namespace detail
+
+// Go's select: blocks until one case can proceed (or, with on_default, runs the default when
+// none can), chooses uniformly at random among the ready cases, runs that case's handler and
+// returns its position among the arguments.
+template <class... Cases>
+int select(Cases&&... cases) {
+  constexpr int kDefaults = (detail::is_default_case<std::decay_t<Cases>>::value + ... + 0);
+  static_assert(kDefaults <= 1, "nugo::select: at most one on_default case");
+  constexpr int kCases = sizeof...(Cases) - kDefaults;
+  auto all = std::forward_as_tuple(cases...);
+
+  detail::SelectCase sc[kCases > 0 ? kCases : 1];
+  int position[kCases > 0 ? kCases : 1];  // argument position of each channel case
+  int default_position = -1;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    int n = 0;
+    auto add = [&](auto& c, int pos) {
+      if constexpr (detail::is_default_case<std::decay_t<decltype(c)>>::value) {
+        default_position = pos;
+      } else {
+        sc[n] = c.as_case();
+        position[n++] = pos;
+      }
+    };
+    (add(std::get<I>(all), static_cast<int>(I)), ...);
+  }(std::index_sequence_for<Cases...>{});
+
+  detail::SelectResult r = detail::selectgo(sc, kCases, kDefaults == 0);
+  int chosen = r.index < 0 ? default_position : position[r.index];
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto run = [&](auto& c, int pos) {
+      if (pos != chosen) return;
+      if constexpr (detail::is_default_case<std::decay_t<decltype(c)>>::value)
+        c.f();
+      else
+        c.complete(r.recv_ok);
+    };
+    (run(std::get<I>(all), static_cast<int>(I)), ...);
+  }(std::index_sequence_for<Cases...>{});
+  return chosen;
+}
+
+}  // namespace nugo

@@ -1,0 +1,418 @@
+// Channels and select, after Go's chan.go and select.go.
+//
+// A channel (hchan) is a lock, a ring buffer of `dataqsiz` elements, and two FIFO wait
+// queues of sudogs: goroutines blocked sending (sendq) and receiving (recvq). A sudog lives on
+// the blocked goroutine's stack and points at the element: the value a sender moves from, or
+// the storage a receiver constructs into. Invariants, under the channel lock:
+//   - recvq non-empty  =>  the buffer is empty;
+//   - sendq non-empty  =>  the buffer is full (unbuffered: always "full");
+//   - closed           =>  sendq is empty, and recvq is empty once the buffer is.
+// So a sender first hands its value straight to the oldest waiting receiver, then tries the
+// buffer, then queues; a receiver does the mirror image, and when the buffer is full and a
+// sender waits it takes the buffer's head and moves that sender's value to the tail (FIFO).
+//
+// Waking: the peer that completes a blocked operation sets sudog.success and readies the
+// goroutine (goready puts it in the waker's runnext, as in Go). close() wakes everyone with
+// success = false: receivers then report "closed", senders panic.
+//
+// select: one sudog per case, all pointing at a SelectState on the selecting goroutine's stack.
+// A peer that dequeues a select sudog must win `done` (0 -> 1) first; losers are skipped, so
+// exactly one case fires. The selecting goroutine locks all its channels in address order
+// (no deadlock between overlapping selects), polls the cases in a random order, and if none
+// is ready queues on all of them and parks; when woken it dequeues its other sudogs.
+#include <algorithm>
+#include <atomic>
+#include <new>
+#include <vector>
+
+#include "fatal.hpp"
+#include "nugo/chan.hpp"
+#include "sched.hpp"
+
+namespace nugo::detail {
+
+struct SelectState;
+
+struct sudog {
+  G* g = nullptr;
+  void* elem = nullptr;
+  sudog* next = nullptr;
+  sudog* prev = nullptr;
+  SelectState* sel = nullptr;  // set for select cases
+  bool success = false;
+  bool queued = false;
+};
+
+struct SelectState {
+  std::atomic<std::uint32_t> done{0};
+  sudog* fired = nullptr;  // written by the winner, under the fired case's channel lock
+};
+
+namespace {
+
+struct WaitQ {
+  sudog* first = nullptr;
+  sudog* last = nullptr;
+
+  void enqueue(sudog* s) {
+    s->next = nullptr;
+    s->prev = last;
+    if (last) last->next = s; else first = s;
+    last = s;
+    s->queued = true;
+  }
+  void unlink(sudog* s) {
+    if (s->prev) s->prev->next = s->next; else first = s->next;
+    if (s->next) s->next->prev = s->prev; else last = s->prev;
+    s->next = s->prev = nullptr;
+    s->queued = false;
+  }
+  // The first waiter that can still be completed. A select's sudog is taken only if this
+  // caller wins its SelectState; otherwise another case of that select already fired.
+  sudog* dequeue() {
+    while (sudog* s = first) {
+      unlink(s);
+      if (!s->sel) return s;
+      std::uint32_t zero = 0;
+      if (s->sel->done.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) {
+        s->sel->fired = s;
+        return s;
+      }
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+struct hchan {
+  Lock lock;
+  std::size_t qcount = 0;
+  std::size_t dataqsiz = 0;
+  std::size_t sendx = 0;
+  std::size_t recvx = 0;
+  unsigned char* buf = nullptr;
+  bool closed = false;
+  WaitQ recvq, sendq;
+  const ElemOps* ops = nullptr;
+  std::atomic<long> refs{1};
+
+  void* slot(std::size_t i) { return buf + i * ops->size; }
+  void advance(std::size_t& x) { if (++x == dataqsiz) x = 0; }
+};
+
+namespace {
+
+bool unlock_chan(G*, void* c) {
+  static_cast<hchan*>(c)->lock.unlock();
+  return true;
+}
+
+G* current_goroutine(const char* what) {
+  G* gp = getg();
+  if (!gp) throw std::logic_error(std::string("nugo::Chan: blocking ") + what +
+                                  " outside a goroutine");
+  return gp;
+}
+
+[[noreturn]] void block_forever(WaitReason reason) {
+  current_goroutine("operation on a nil channel");
+  gopark(nullptr, nullptr, reason);
+  fatal("a goroutine blocked on a nil channel was resumed");
+}
+
+// The buffered/direct transfers, all under c->lock.
+void send_direct(hchan* c, sudog* receiver, void* src) {
+  c->ops->move_construct(receiver->elem, src);
+  receiver->success = true;
+}
+
+void send_buffered(hchan* c, void* src) {
+  c->ops->move_construct(c->slot(c->sendx), src);
+  c->advance(c->sendx);
+  ++c->qcount;
+}
+
+void recv_buffered(hchan* c, void* dst) {
+  void* head = c->slot(c->recvx);
+  c->ops->move_construct(dst, head);
+  c->ops->destroy(head);
+  c->advance(c->recvx);
+  --c->qcount;
+}
+
+// A sender waits: unbuffered, take its value; buffered (and so full), take the head and move
+// the sender's value into the freed tail slot.
+void recv_from_sender(hchan* c, sudog* sender, void* dst) {
+  if (c->dataqsiz == 0) {
+    c->ops->move_construct(dst, sender->elem);
+  } else {
+    void* head = c->slot(c->recvx);
+    c->ops->move_construct(dst, head);
+    c->ops->destroy(head);
+    c->ops->move_construct(head, sender->elem);
+    c->advance(c->recvx);
+    c->sendx = c->recvx;
+  }
+  sender->success = true;
+}
+
+}  // namespace
+
+hchan* makechan(const ElemOps* ops, std::size_t cap) {
+  auto* c = new hchan;
+  c->ops = ops;
+  c->dataqsiz = cap;
+  if (cap > 0)
+    c->buf = static_cast<unsigned char*>(
+        ::operator new(cap * ops->size, std::align_val_t(std::max(ops->align, alignof(void*)))));
+  return c;
+}
+
+void chan_retain(hchan* c) { c->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void chan_release(hchan* c) {
+  if (c->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  for (std::size_t i = 0, x = c->recvx; i < c->qcount; ++i, c->advance(x)) c->ops->destroy(c->slot(x));
+  if (c->buf) ::operator delete(c->buf, std::align_val_t(std::max(c->ops->align, alignof(void*))));
+  delete c;
+}
+
+bool chansend(hchan* c, void* src, bool block) {
+  if (!c) {
+    if (!block) return false;
+    block_forever(WaitReason::chan_send_nil);
+  }
+  c->lock.lock();
+  if (c->closed) {
+    c->lock.unlock();
+    throw Panic("send on closed channel");
+  }
+  if (sudog* receiver = c->recvq.dequeue()) {
+    send_direct(c, receiver, src);
+    c->lock.unlock();
+    goready(receiver->g);
+    return true;
+  }
+  if (c->qcount < c->dataqsiz) {
+    send_buffered(c, src);
+    c->lock.unlock();
+    return true;
+  }
+  if (!block) {
+    c->lock.unlock();
+    return false;
+  }
+  sudog me;
+  me.g = current_goroutine("send");
+  me.elem = src;
+  c->sendq.enqueue(&me);
+  gopark(unlock_chan, c, WaitReason::chan_send);
+  if (!me.success) throw Panic("send on closed channel");
+  return true;
+}
+
+RecvStatus chanrecv(hchan* c, void* dst, bool block) {
+  if (!c) {
+    if (!block) return {false, false};
+    block_forever(WaitReason::chan_recv_nil);
+  }
+  c->lock.lock();
+  if (c->closed && c->qcount == 0) {
+    c->lock.unlock();
+    return {true, false};
+  }
+  if (sudog* sender = c->sendq.dequeue()) {
+    recv_from_sender(c, sender, dst);
+    c->lock.unlock();
+    goready(sender->g);
+    return {true, true};
+  }
+  if (c->qcount > 0) {
+    recv_buffered(c, dst);
+    c->lock.unlock();
+    return {true, true};
+  }
+  if (!block) {
+    c->lock.unlock();
+    return {false, false};
+  }
+  sudog me;
+  me.g = current_goroutine("receive");
+  me.elem = dst;
+  c->recvq.enqueue(&me);
+  gopark(unlock_chan, c, WaitReason::chan_recv);
+  return {true, me.success};
+}
+
+void closechan(hchan* c) {
+  if (!c) throw Panic("close of nil channel");
+  c->lock.lock();
+  if (c->closed) {
+    c->lock.unlock();
+    throw Panic("close of closed channel");
+  }
+  c->closed = true;
+  std::vector<G*> wake;
+  for (WaitQ* q : {&c->recvq, &c->sendq}) {
+    while (sudog* s = q->dequeue()) {
+      s->success = false;
+      wake.push_back(s->g);
+    }
+  }
+  c->lock.unlock();
+  for (G* gp : wake) goready(gp);
+}
+
+std::size_t chanlen(const hchan* c) {
+  auto* mc = const_cast<hchan*>(c);
+  mc->lock.lock();
+  std::size_t n = c->qcount;
+  mc->lock.unlock();
+  return n;
+}
+
+std::size_t chancap(const hchan* c) { return c->dataqsiz; }
+
+// ---- select ----
+
+namespace {
+
+struct SelectLocks {
+  hchan** order;  // the cases' channels sorted by address, nil channels left out
+  int n;
+
+  void lock() const {
+    for (int i = 0; i < n; ++i)
+      if (i == 0 || order[i] != order[i - 1]) order[i]->lock.lock();
+  }
+  void unlock() const {
+    for (int i = n - 1; i >= 0; --i)
+      if (i == 0 || order[i] != order[i - 1]) order[i]->lock.unlock();
+  }
+};
+
+bool unlock_select(G*, void* locks) {
+  static_cast<SelectLocks*>(locks)->unlock();
+  return true;
+}
+
+std::uint32_t select_rand() {
+  if (M* m = getm()) return m->rand();
+  thread_local std::uint64_t x = reinterpret_cast<std::uintptr_t>(&x) | 1;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return static_cast<std::uint32_t>(x);
+}
+
+}  // namespace
+
+SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
+  constexpr int kSmall = 16;
+  int small_poll[kSmall];
+  hchan* small_locks[kSmall];
+  std::vector<int> big_poll;
+  std::vector<hchan*> big_locks;
+  int* pollorder = small_poll;
+  hchan** lockorder = small_locks;
+  if (ncases > kSmall) {
+    big_poll.resize(ncases);
+    big_locks.resize(ncases);
+    pollorder = big_poll.data();
+    lockorder = big_locks.data();
+  }
+
+  // A random permutation of the non-nil cases (so ready cases are chosen uniformly), and
+  // their channels in address order (so overlapping selects lock in one global order).
+  int npoll = 0;
+  for (int i = 0; i < ncases; ++i) {
+    if (!cases[i].c) continue;
+    int j = static_cast<int>(select_rand() % static_cast<std::uint32_t>(npoll + 1));
+    pollorder[npoll] = pollorder[j];
+    pollorder[j] = i;
+    lockorder[npoll++] = cases[i].c;
+  }
+  std::sort(lockorder, lockorder + npoll);
+  SelectLocks locks{lockorder, npoll};
+
+  if (npoll == 0) {
+    if (!block) return {-1, false};
+    block_forever(WaitReason::select_no_cases);
+  }
+
+  // Pass 1: the first ready case in poll order.
+  locks.lock();
+  for (int k = 0; k < npoll; ++k) {
+    int i = pollorder[k];
+    SelectCase& sc = cases[i];
+    hchan* c = sc.c;
+    if (sc.send) {
+      if (c->closed) {
+        locks.unlock();
+        throw Panic("send on closed channel");
+      }
+      if (sudog* receiver = c->recvq.dequeue()) {
+        send_direct(c, receiver, sc.elem);
+        locks.unlock();
+        goready(receiver->g);
+        return {i, false};
+      }
+      if (c->qcount < c->dataqsiz) {
+        send_buffered(c, sc.elem);
+        locks.unlock();
+        return {i, false};
+      }
+    } else {
+      if (sudog* sender = c->sendq.dequeue()) {
+        recv_from_sender(c, sender, sc.elem);
+        locks.unlock();
+        goready(sender->g);
+        return {i, true};
+      }
+      if (c->qcount > 0) {
+        recv_buffered(c, sc.elem);
+        locks.unlock();
+        return {i, true};
+      }
+      if (c->closed) {
+        locks.unlock();
+        return {i, false};
+      }
+    }
+  }
+  if (!block) {
+    locks.unlock();
+    return {-1, false};
+  }
+
+  // Pass 2: queue on every channel and park.
+  G* gp = current_goroutine("select");
+  SelectState state;
+  sudog small_sudogs[kSmall];
+  std::vector<sudog> big_sudogs(ncases > kSmall ? ncases : 0);
+  sudog* sudogs = ncases > kSmall ? big_sudogs.data() : small_sudogs;
+  for (int i = 0; i < ncases; ++i) {
+    if (!cases[i].c) continue;
+    sudog& s = sudogs[i];
+    s.g = gp;
+    s.elem = cases[i].elem;
+    s.sel = &state;
+    (cases[i].send ? cases[i].c->sendq : cases[i].c->recvq).enqueue(&s);
+  }
+  gopark(unlock_select, &locks, WaitReason::select);
+
+  // Pass 3: one case fired; leave the other queues.
+  locks.lock();
+  for (int i = 0; i < ncases; ++i) {
+    sudog& s = sudogs[i];
+    if (&s != state.fired && s.queued)
+      (cases[i].send ? cases[i].c->sendq : cases[i].c->recvq).unlink(&s);
+  }
+  locks.unlock();
+  int i = static_cast<int>(state.fired - sudogs);
+  if (cases[i].send && !state.fired->success) throw Panic("send on closed channel");
+  return {i, !cases[i].send && state.fired->success};
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,107 @@
+// Sleeping and channel timers (Timer, Ticker, after) over the runtime timers of timer.hpp.
+#include <thread>
+
+#include "nugo/time.hpp"
+#include "sched.hpp"
+#include "timer.hpp"
+
+namespace nugo::detail {
+namespace {
+
+Clock::time_point to_time_point(std::int64_t ns) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+}
+
+}  // namespace
+
+std::int64_t to_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// The timer lives on the sleeping goroutine's stack; it is added only after the goroutine has
+// switched away (in gopark's unlock function), so its firing cannot ready a goroutine that is
+// still running.
+void sleep_until_ns(std::int64_t when) {
+  if (!getg()) {
+    std::this_thread::sleep_until(to_time_point(when));
+    return;
+  }
+  if (when <= nanotime()) return;
+  Timer t;
+  t.when = when;
+  t.f = [](void* g, std::int64_t) { goready(static_cast<G*>(g)); };
+  t.arg = getg();
+  gopark([](G*, void* timer) {
+    addtimer(static_cast<Timer*>(timer));
+    return true;
+  }, &t, WaitReason::sleep);
+}
+
+// A timer that sends the time on a channel. References: one for the handle (Timer, Ticker;
+// after() drops it at once) and one for as long as the runtime timer is in a heap, handed to
+// fire() when it pops. `mu` orders stop and reset against fire's re-arming of a ticker.
+struct ChanTimer {
+  detail::Timer t;
+  Chan<Clock::time_point> c;
+  std::int64_t period = 0;
+  bool stopped = false;
+  Lock mu;
+  std::atomic<long> refs{2};
+};
+
+namespace {
+
+void fire(void* arg, std::int64_t now) {
+  auto* ct = static_cast<ChanTimer*>(arg);  // we now hold the heap's reference
+  ct->c.try_send(to_time_point(now));       // a slow reader misses ticks, as in Go
+  ct->mu.lock();
+  if (ct->period > 0 && !ct->stopped && !ct->t.pp.load()) {
+    std::int64_t next = ct->t.when + ct->period;
+    if (next <= now) next = now + ct->period - (now - ct->t.when) % ct->period;
+    ct->t.when = next;
+    ct->refs.fetch_add(1, std::memory_order_relaxed);
+    addtimer(&ct->t);
+  }
+  ct->mu.unlock();
+  release_chan_timer(ct);
+}
+
+}  // namespace
+
+ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, std::int64_t period) {
+  auto* ct = new ChanTimer;
+  ct->c = c;
+  ct->period = period;
+  ct->t.when = when;
+  ct->t.f = fire;
+  ct->t.arg = ct;
+  addtimer(&ct->t);
+  return ct;
+}
+
+bool stop_chan_timer(ChanTimer* ct) {
+  ct->mu.lock();
+  ct->stopped = true;
+  bool was_pending = deltimer(&ct->t);
+  if (was_pending) ct->refs.fetch_sub(1, std::memory_order_relaxed);  // the heap's; not the last
+  ct->mu.unlock();
+  return was_pending;
+}
+
+bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
+  ct->mu.lock();
+  bool was_pending = deltimer(&ct->t);
+  if (!was_pending) ct->refs.fetch_add(1, std::memory_order_relaxed);  // a new heap reference
+  ct->stopped = false;
+  ct->period = period;
+  ct->t.when = when;
+  addtimer(&ct->t);
+  ct->mu.unlock();
+  return was_pending;
+}
+
+void release_chan_timer(ChanTimer* ct) {
+  if (ct->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete ct;
+}
+
+}  // namespace nugo::detail

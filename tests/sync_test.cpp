@@ -1,0 +1,285 @@
+// Sync primitives and timers. Run at NUGO_PROCS 1, 2 and 8 like every scheduler test.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nugo/nugo.hpp>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+TEST_CASE("Mutex excludes under contention from many goroutines", "[sched][sync]") {
+  nugo::run([] {
+    nugo::Mutex mu;
+    long counter = 0;  // deliberately not atomic: the mutex protects it
+    constexpr int kG = 16, kIters = 20000;
+    nugo::WaitGroup wg;
+    wg.add(kG);
+    for (int g = 0; g < kG; ++g)
+      nugo::go([&, g] {
+        for (int i = 0; i < kIters; ++i) {
+          mu.lock();
+          ++counter;
+          if (i % 1000 == g) nugo::yield();  // holders sometimes leave the P while holding it
+          mu.unlock();
+        }
+        wg.done();
+      });
+    wg.wait();
+    CHECK(counter == static_cast<long>(kG) * kIters);
+    CHECK(mu.try_lock());
+    CHECK_FALSE(mu.try_lock());
+    mu.unlock();
+  });
+}
+
+TEST_CASE("a waiter gets the Mutex from a goroutine that relocks at once (TestMutexFairness)",
+          "[sched][sync]") {
+  // The holder sleeps while holding the mutex and relocks right after unlocking: without
+  // starvation mode (direct handoff to the waiter) it could win every time.
+  nugo::run([] {
+    nugo::Mutex mu;
+    nugo::Chan<bool> stop;
+    nugo::WaitGroup holder_done;  // the holder uses mu: it must be gone before mu is
+    holder_done.add(1);
+    nugo::go([&] {
+      for (bool stopped = false; !stopped;) {
+        mu.lock();
+        nugo::sleep_for(100us);
+        mu.unlock();
+        nugo::select(nugo::on_recv(stop, [&](auto) { stopped = true; }), nugo::on_default());
+      }
+      holder_done.done();
+    });
+    nugo::Chan<bool> done(1);
+    nugo::go([&] {
+      for (int i = 0; i < 10; ++i) {
+        nugo::sleep_for(100us);
+        mu.lock();
+        mu.unlock();
+      }
+      done.send(true);
+    });
+    int k = nugo::select(nugo::on_recv(done), nugo::on_recv(nugo::after(10s)));
+    CHECK(k == 0);  // else: the Mutex could not be acquired in 10 seconds
+    stop.close();
+    holder_done.wait();
+  });
+}
+
+TEST_CASE("RWMutex: readers share, writers exclude", "[sched][sync]") {
+  nugo::run([] {
+    nugo::RWMutex rw;
+    std::atomic<int> readers{0}, max_readers{0};
+    long value = 0;
+    std::atomic<bool> torn{false};
+    nugo::WaitGroup wg;
+    constexpr int kReaders = 8, kWriters = 2, kIters = 2000;
+    wg.add(kReaders + kWriters);
+    for (int r = 0; r < kReaders; ++r)
+      nugo::go([&] {
+        for (int i = 0; i < kIters; ++i) {
+          rw.lock_shared();
+          int now = ++readers;
+          int seen = max_readers.load();
+          while (now > seen && !max_readers.compare_exchange_weak(seen, now)) {}
+          if (value % 2 != 0) torn = true;  // writers leave value even
+          if (i % 100 == 0) nugo::yield();
+          --readers;
+          rw.unlock_shared();
+        }
+        wg.done();
+      });
+    for (int w = 0; w < kWriters; ++w)
+      nugo::go([&] {
+        for (int i = 0; i < kIters; ++i) {
+          rw.lock();
+          if (readers.load() != 0) torn = true;
+          ++value;
+          nugo::yield();
+          ++value;
+          rw.unlock();
+        }
+        wg.done();
+      });
+    wg.wait();
+    CHECK_FALSE(torn.load());
+    CHECK(value == 2L * kWriters * kIters);
+  });
+}
+
+TEST_CASE("Cond: signal wakes one, broadcast wakes all, no wake-up is lost", "[sched][sync]") {
+  nugo::run([] {
+    nugo::Mutex mu;
+    nugo::Cond cond;
+    int ready = 0, woken = 0;
+    constexpr int kWaiters = 50;
+    nugo::WaitGroup wg;
+    wg.add(kWaiters);
+    for (int i = 0; i < kWaiters; ++i)
+      nugo::go([&] {
+        mu.lock();
+        ++ready;
+        cond.wait(mu);
+        ++woken;
+        mu.unlock();
+        wg.done();
+      });
+    for (;;) {  // every waiter is at least inside wait (has its ticket) once ready == kWaiters
+      mu.lock();
+      bool all = ready == kWaiters;
+      mu.unlock();
+      if (all) break;
+      nugo::yield();
+    }
+    cond.signal();
+    for (;;) {
+      mu.lock();
+      int w = woken;
+      mu.unlock();
+      if (w >= 1) break;
+      nugo::yield();
+    }
+    mu.lock();
+    CHECK(woken == 1);
+    mu.unlock();
+    cond.broadcast();
+    wg.wait();
+    CHECK(woken == kWaiters);
+  });
+}
+
+TEST_CASE("Once runs its function exactly once for every caller", "[sched][sync]") {
+  nugo::run([] {
+    nugo::Once once;
+    std::atomic<int> calls{0}, after{0};
+    nugo::WaitGroup wg;
+    wg.add(100);
+    for (int i = 0; i < 100; ++i)
+      nugo::go([&] {
+        once.call([&] {
+          nugo::sleep_for(1ms);
+          ++calls;
+        });
+        if (calls.load() == 1) ++after;
+        wg.done();
+      });
+    wg.wait();
+    CHECK(calls.load() == 1);
+    CHECK(after.load() == 100);  // nobody returned before the function had finished
+  });
+}
+
+TEST_CASE("WaitGroup stress: many rounds of many goroutines", "[sched][sync]") {
+  nugo::run([] {
+    for (int round = 0; round < 200; ++round) {
+      nugo::WaitGroup wg;
+      std::atomic<int> n{0};
+      wg.add(50);
+      for (int i = 0; i < 50; ++i)
+        nugo::go([&] {
+          ++n;
+          wg.done();
+        });
+      wg.wait();
+      REQUIRE(n.load() == 50);
+    }
+  });
+}
+
+TEST_CASE("sleeps end in deadline order and never early", "[sched][time]") {
+  nugo::run([] {
+    constexpr int kN = 30;
+    std::atomic<int> next_slot{0};
+    std::vector<int> order(kN);
+    std::atomic<bool> early{false};
+    nugo::WaitGroup wg;
+    wg.add(kN);
+    auto start = nugo::Clock::now();
+    for (int i = kN - 1; i >= 0; --i)  // spawned latest deadline first
+      nugo::go([&, i] {
+        auto deadline = start + std::chrono::milliseconds(10 * (i + 1));
+        nugo::sleep_until(deadline);
+        if (nugo::Clock::now() < deadline) early = true;
+        order[next_slot++] = i;
+        wg.done();
+      });
+    wg.wait();
+    CHECK_FALSE(early.load());
+    // Deadlines 10 ms apart: only a wake-up delayed by more than that can reorder two of them.
+    int inversions = 0;
+    for (int i = 1; i < kN; ++i) inversions += order[i] < order[i - 1];
+    INFO("inversions " << inversions);
+    CHECK(inversions <= 3);
+  });
+}
+
+TEST_CASE("Timer fires once, stop and reset behave as in Go", "[sched][time]") {
+  nugo::run([] {
+    auto start = nugo::Clock::now();
+    nugo::Timer t(5ms);
+    auto fired_at = t.c.recv();
+    REQUIRE(fired_at.has_value());
+    CHECK(*fired_at - start >= 5ms);
+    CHECK_FALSE(t.stop());  // already fired
+
+    nugo::Timer s(1h);
+    CHECK(s.stop());
+    CHECK_FALSE(s.stop());
+    CHECK_FALSE(s.c.try_recv().ready);
+
+    nugo::Timer r(1h);
+    CHECK(r.reset(2ms));
+    CHECK(r.c.recv().has_value());
+  });
+}
+
+TEST_CASE("Ticker ticks repeatedly until stopped", "[sched][time]") {
+  nugo::run([] {
+    auto start = nugo::Clock::now();
+    nugo::Ticker ticker(2ms);
+    for (int i = 1; i <= 5; ++i) {
+      auto tick = ticker.c.recv();
+      REQUIRE(tick.has_value());
+      CHECK(*tick - start >= i * 2ms);
+    }
+    ticker.stop();
+    nugo::sleep_for(10ms);
+    (void)ticker.c.try_recv();  // at most one tick was buffered before stop
+    CHECK_FALSE(ticker.c.try_recv().ready);
+  });
+}
+
+TEST_CASE("after() works as a select timeout", "[sched][time]") {
+  nugo::run([] {
+    nugo::Chan<int> never;
+    auto start = nugo::Clock::now();
+    int k = nugo::select(nugo::on_recv(never), nugo::on_recv(nugo::after(10ms)));
+    CHECK(k == 1);
+    CHECK(nugo::Clock::now() - start >= 10ms);
+  });
+}
+
+TEST_CASE("goroutines that all sleep leave the process idle", "[sched][time]") {
+  // While everything sleeps, Ms sleep in the kernel until the next timer: the CPU time spent
+  // must be a small part of the wall time (generous bound: 25%).
+  nugo::run([] {
+    constexpr int kN = 1000;
+    nugo::WaitGroup wg;
+    wg.add(kN);
+    timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    auto w0 = nugo::Clock::now();
+    for (int i = 0; i < kN; ++i)
+      nugo::go([&] {
+        nugo::sleep_for(200ms);
+        wg.done();
+      });
+    wg.wait();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu = (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    double wall = std::chrono::duration<double>(nugo::Clock::now() - w0).count();
+    INFO("cpu " << cpu << " s over " << wall << " s");
+    CHECK(wall >= 0.2);
+    CHECK(cpu < 0.25 * wall);
+  });
+}
