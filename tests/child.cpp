@@ -50,6 +50,28 @@ int main(int argc, char** argv) {
       wg.done();
     });
   }
-  std::fprintf(stderr, "usage: nugo_test_child run|panic|overflow|negative-waitgroup\n");
+  if (std::strcmp(mode, "deadlock") == 0) {
+    return nugo::run([] {
+      nugo::Mutex mu;
+      mu.lock();
+      nugo::go([&] { mu.lock(); });  // blocks on the mutex forever
+      nugo::Chan<int> never;
+      never.recv();  // and main on a channel nobody sends to
+    });
+  }
+  if (std::strcmp(mode, "timer-not-deadlock") == 0) {
+    return nugo::run([] {
+      // Everything is blocked, but a timer is pending: not a deadlock.
+      nugo::Chan<int> later;
+      nugo::go([=] {
+        nugo::sleep_for(std::chrono::milliseconds(300));
+        later.send(7);
+      });
+      std::printf("got %d\n", *later.recv());
+      return 0;
+    });
+  }
+  std::fprintf(stderr, "usage: nugo_test_child run|panic|overflow|negative-waitgroup|deadlock|"
+                       "timer-not-deadlock\n");
   return 64;
 }

@@ -105,3 +105,30 @@ TEST_CASE("a negative WaitGroup counter is a fatal error", "[fatal]") {
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("fatal error: sync: negative WaitGroup counter") != std::string::npos);
 }
+
+TEST_CASE("all goroutines asleep is reported as Go reports it, with exit status 2", "[fatal]") {
+  auto r = run_child("", "deadlock");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: all goroutines are asleep - deadlock!") != std::string::npos);
+  CHECK(r.output.find("goroutine 1 [chan receive]:") != std::string::npos);
+  CHECK(r.output.find("[sync.Mutex.Lock]:") != std::string::npos);
+}
+
+TEST_CASE("a pending timer is not a deadlock", "[fatal]") {
+  auto r = run_child("", "timer-not-deadlock");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("got 7") != std::string::npos);
+  CHECK(r.output.find("deadlock") == std::string::npos);
+}
+
+TEST_CASE("NUGO_DEBUG=deadlock=0 turns the report off; bad settings are named", "[fatal]") {
+  setenv("NUGO_DEBUG", "deadlock=0", 1);
+  CHECK_FALSE(nugo::Config::from_env().detect_deadlock);
+  setenv("NUGO_DEBUG", "deadlock=1,", 1);
+  CHECK(nugo::Config::from_env().detect_deadlock);
+  unsetenv("NUGO_DEBUG");
+  auto r = run_child("NUGO_DEBUG=deadlok=0", "run");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("NUGO_DEBUG") != std::string::npos);
+  CHECK(r.output.find("deadlok=0") != std::string::npos);
+}

@@ -106,6 +106,14 @@ TEST_CASE("yield round-robins runnable goroutines through the global queue", "[s
   });
 }
 
+// Goroutines here wait for a plain thread that has not called into nugo yet, which the
+// deadlock report cannot see (core/README.md): it is turned off, as users are told to.
+nugo::Config without_deadlock_report() {
+  nugo::Config cfg = nugo::Config::from_env();
+  cfg.detect_deadlock = false;
+  return cfg;
+}
+
 TEST_CASE("goroutines spawned from a foreign thread run", "[sched]") {
   nugo::run([] {
     nugo::WaitGroup wg;
@@ -123,7 +131,7 @@ TEST_CASE("goroutines spawned from a foreign thread run", "[sched]") {
     wg.wait();
     foreign.join();
     CHECK(ran.load() == kN);
-  });
+  }, without_deadlock_report());
 }
 
 TEST_CASE("one million goroutines are spawned and run", "[sched]") {
@@ -301,7 +309,7 @@ TEST_CASE("a foreign thread's done() may race with run() returning", "[sched]") 
       wg.add(1);
       foreign = std::thread([&] { wg.done(); });  // readies main, then returns from wakep
       wg.wait();
-    });
+    }, without_deadlock_report());
     foreign.join();
   }
 }

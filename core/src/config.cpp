@@ -12,6 +12,24 @@ namespace {
   throw ConfigError(std::string(var) + "=\"" + value + "\": " + expected);
 }
 
+// NUGO_DEBUG: comma-separated key=value settings, like GODEBUG.
+void parse_debug(const char* v, Config& cfg) {
+  std::string text(v);
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    std::size_t eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "deadlock" && (value == "0" || value == "1"))
+      cfg.detect_deadlock = value == "1";
+    else
+      bad("NUGO_DEBUG", v, "unknown setting '" + item + "' (known: deadlock=0|1)");
+  }
+}
+
 }  // namespace
 
 Config Config::from_env() {
@@ -33,6 +51,7 @@ Config Config::from_env() {
     cfg.stack_size = size;
   }
   if (const char* v = std::getenv("NUGO_TOPOLOGY")) cfg.topology = v;
+  if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
   cfg.validate();
   return cfg;
 }

@@ -46,10 +46,12 @@ class ForeignCall {
  public:
   ForeignCall() {
     foreign_calls.fetch_add(1, std::memory_order_seq_cst);
-    if (!foreign_sched.load(std::memory_order_seq_cst)) {
+    Sched* s = foreign_sched.load(std::memory_order_seq_cst);
+    if (!s) {
       foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
       throw std::logic_error("nugo: the runtime is not running (call go within nugo::run)");
     }
+    s->foreign_seen.store(true, std::memory_order_relaxed);
   }
   ~ForeignCall() { foreign_calls.fetch_sub(1, std::memory_order_seq_cst); }
   ForeignCall(const ForeignCall&) = delete;
@@ -61,6 +63,7 @@ constexpr auto sc = std::memory_order_seq_cst;
 constexpr int kStealTries = 4;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
 constexpr std::int64_t kTimeSliceNs = 10'000'000;  // Go's forcePreemptNS
+constexpr std::int64_t kDeadlockGraceNs = 50'000'000;
 
 thread_local M* tls_m = nullptr;
 
@@ -243,11 +246,15 @@ Next park_m(M* m, G* gp) {
 void mput(Domain* d, M* m) {
   m->schedlink = d->midle;
   d->midle = m;
+  ++d->nmidle;
 }
 
 M* mget(Domain* d) {
   M* m = d->midle;
-  if (m) d->midle = m->schedlink;
+  if (m) {
+    d->midle = m->schedlink;
+    --d->nmidle;
+  }
   return m;
 }
 
@@ -266,6 +273,7 @@ void newm(Domain* d, P* pp, bool spinning) {
   m->spinning = spinning;
   m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
   sched->allm.push_back(m);
+  sched->mcount.fetch_add(1, std::memory_order_relaxed);
   try {
     m->thread = std::thread(mstart, m);
   } catch (const std::system_error& e) {
@@ -279,6 +287,7 @@ bool mremove(Domain* d, M* m) {
   for (M** link = &d->midle; *link; link = &(*link)->schedlink) {
     if (*link == m) {
       *link = m->schedlink;
+      --d->nmidle;
       return true;
     }
   }
@@ -347,6 +356,29 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
     }
   }
   return nullptr;
+}
+
+// Go's checkdead, for the M that found every other M idle. Called on the M's way out of the
+// grace-period sleep, without a P. Nothing can run again if still every M is idle, no timer is
+// pending, no run queue holds a goroutine, and no plain thread has called into the runtime.
+// Then it reports every goroutine's wait reason and exits with status 2, as Go does.
+void checkdead(Domain* d) {
+  if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
+  d->lock.lock();
+  bool dead = d->nmidle + 1 == sched->mcount.load() && d->runqsize.load() == 0;
+  for (P* p : d->ps) dead = dead && nexttimer(p) == 0 && runqempty(p);
+  if (!dead) {
+    d->lock.unlock();
+    return;
+  }
+  std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
+  for (G* chunk : sched->gchunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
+      if (gp->status.load() == GStatus::waiting)
+        std::fprintf(stderr, "\ngoroutine %lld [%s]:\n", static_cast<long long>(gp->goid),
+                     to_string(gp->waitreason));
+  std::fflush(stderr);
+  std::_Exit(2);
 }
 
 // The earliest timer of the domain's Ps, or 0.
@@ -464,6 +496,15 @@ top:
   for (bool may_sleep_for_timers = true;;) {
     std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
     bool sleeper = false;
+    // The last M to go idle with no timer pending watches for deadlock: it sleeps through a
+    // grace period (a plain thread may just be starting to call in) and then checks.
+    bool watch = false;
+    if (next == 0 && sched->cfg.detect_deadlock && !sched->foreign_seen.load()) {
+      d->lock.lock();
+      watch = d->nmidle + 1 == sched->mcount.load();
+      d->lock.unlock();
+      if (watch) next = nanotime() + kDeadlockGraceNs;
+    }
     if (next != 0) {
       M* none = nullptr;
       sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
@@ -474,7 +515,8 @@ top:
         if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
       }
     }
-    bool got_p = stopm(m, sleeper ? next : 0);
+    bool got_p = stopm(m, sleeper || watch ? next : 0);
+    if (!got_p && watch) checkdead(d);
     if (sleeper) {
       sched->timer_sleep_until.store(INT64_MAX, sc);
       sched->timer_sleeper.store(nullptr, sc);

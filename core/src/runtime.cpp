@@ -103,6 +103,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   };
   bind_closure<decltype(main_goroutine)>(c, main_goroutine);
   newproc(c);  // from this foreign thread: global queue + wakep starts the first M
+  sched->foreign_seen.store(false, std::memory_order_relaxed);  // that call does not count
   sched->main_done.sleep();
 
   sched->stopping.store(true, std::memory_order_seq_cst);

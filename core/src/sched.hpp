@@ -50,6 +50,7 @@ struct Domain {
   std::atomic<std::int32_t> runqsize{0};
   P* pidle = nullptr;
   M* midle = nullptr;
+  int nmidle = 0;
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
@@ -68,8 +69,9 @@ struct Sched {
   std::vector<std::unique_ptr<Domain>> domains;
   std::vector<std::unique_ptr<P>> allp;
 
-  Lock mlock;  // allm, mcount
+  Lock mlock;  // allm
   std::vector<M*> allm;
+  std::atomic<int> mcount{0};  // allm.size(), readable without mlock
   static constexpr int kMaxMCount = 10000;  // Go's sched.maxmcount
 
   Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
@@ -86,6 +88,10 @@ struct Sched {
   // when (INT64_MAX: none). addtimer wakes it for an earlier timer.
   std::atomic<M*> timer_sleeper{nullptr};
   std::atomic<std::int64_t> timer_sleep_until{INT64_MAX};
+
+  // Deadlock detection (checkdead in proc.cpp) stands down once a thread that is not an M has
+  // called into the runtime: such a thread may wake a goroutine later.
+  std::atomic<bool> foreign_seen{false};
 
   std::atomic<bool> stopping{false};
   Note main_done;  // the caller of run() sleeps here

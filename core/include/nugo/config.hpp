@@ -27,8 +27,13 @@ struct Config {
   // Where the topology comes from: "" (this machine, via hwloc), "xml:<path>" or
   // "synthetic:<hwloc synthetic description>". Env: NUGO_TOPOLOGY.
   std::string topology;
+  // Go's deadlock report ("all goroutines are asleep"), on by default. It cannot see plain
+  // threads that will wake a goroutine without having called into nugo yet: turn it off for
+  // such programs. Env: NUGO_DEBUG=deadlock=0.
+  bool detect_deadlock = true;
 
-  // Reads NUGO_PROCS, NUGO_STACK and NUGO_TOPOLOGY; throws ConfigError naming the variable.
+  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY and NUGO_DEBUG (comma-separated key=value, as
+  // GODEBUG: deadlock=0|1); throws ConfigError naming the variable.
   static Config from_env();
   // Throws ConfigError if a field is out of range.
   void validate() const;
