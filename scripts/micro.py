@@ -6,22 +6,36 @@
 Runs BUILD/experiments/nugo-bench, BUILD/experiments/fiber-bench (if built)
 and the Go twin in experiments/baselines/go (if `go` is installed), takes the
 median of R repetitions of each benchmark, and prints one table that checks
-nugo against the project's targets:
+nugo against the project's targets (ratios are nugo/Go at the same number of
+Ps unless said otherwise):
 
-  yield_ping      one goroutine switch <= 3x a raw jump_fcontext round trip
-  create_and_run  <= 0.3x Go's time at the same number of Ps
-  fanout_100k     <= 0.3x Go's time, and peak RSS <= Go's
+  yield_ping         one goroutine switch <= 3x a raw jump_fcontext round trip
+  create_and_run     <= 0.3x Go's time
+  fanout_100k        <= 0.3x Go's time, and peak RSS <= Go's
+  skynet             <= 0.3x Go's time, and peak RSS <= Go's
+  chan_sync, chan_prod_cons0, chan_prod_cons100      <= 0.5x Go's time
+  ping_pong_hog      <= 1x Go's time (procs:1 only)
+  timer_wake         p99 wake delay <= 2000 us and cpu_cores <= 1.0, absolute
+                     (procs:2 only; Go's figures are shown beside)
+  select_*, mutex_*, timer_churn: for information, no target
 
 The same table goes to OUT/micro.md, and every median, ratio and command to
 OUT/micro.json. Side-by-side ratios from one run are what count: the
 development machines are small and noisy, absolute numbers drift.
 
-Each fan-out configuration runs in a process of its own, because its peak RSS
-is the process's ru_maxrss and must not include another benchmark's.
+Each fan-out, skynet and timer_wake configuration runs in a process of its
+own, because its peak RSS is the process's ru_maxrss and must not include
+another benchmark's (and a timer_wake round must not share the process with
+another benchmark's leftovers). Boost.Fiber's skynet takes about a minute and
+10 GiB per procs:1 run, so --quick leaves it out.
+
+The six benchmarks of the first issue (raw_switch, yield_ping, create_and_run,
+fanout_100k) must be in nugo-bench. The later ones land in stages: a name
+nugo-bench does not have yet shows as "-" with verdict n/a.
 
 Exit status: 0 when every benchmark ran (a missed target is a MISS row, not a
-failure), 1 when a benchmark binary or the Go build failed, 2 on bad
-arguments.
+failure), 1 when a benchmark binary or the Go build failed, or nugo-bench
+lacks one of the six, 2 on bad arguments.
 """
 
 import argparse
@@ -32,7 +46,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -41,36 +55,77 @@ GO_TWIN_DIR = REPO_ROOT / "experiments" / "baselines" / "go"
 # Benchmark names are a contract with nugo-bench, fiber-bench and the Go twin.
 RAW_SWITCH = "raw_switch"
 YIELD_PING = "yield_ping/procs:1"
-CREATE_AND_RUN = ["create_and_run/procs:1", "create_and_run/procs:2"]
-FANOUT = ["fanout_100k/procs:1", "fanout_100k/procs:2"]
+PROCS = ["procs:1", "procs:2"]
+CREATE_AND_RUN = [f"create_and_run/{p}" for p in PROCS]
+FANOUT = [f"fanout_100k/{p}" for p in PROCS]
+REQUIRED_NUGO = [RAW_SWITCH, YIELD_PING, *CREATE_AND_RUN, *FANOUT]
+# Added with channels, select, mutexes and timers; optional in nugo-bench.
+SKYNET = [f"skynet/{p}" for p in PROCS]
+CHANNEL_FAMILIES = ["chan_sync", "chan_prod_cons0", "chan_prod_cons100"]
+INFO_FAMILIES = ["select_uncontended", "select_contended", "mutex_uncontended",
+                 "mutex_contended"]
+PING_PONG_HOG = "ping_pong_hog/procs:1"
+TIMER_CHURN = [f"timer_churn/{p}" for p in PROCS]
+TIMER_WAKE = "timer_wake/procs:2"
 
-# Targets, as the largest ratio that passes.
+# Targets, as the largest ratio (or, for timer_wake, value) that passes.
 YIELD_VS_RAW_SWITCH_MAX = 3.0
 CREATE_VS_GO_MAX = 0.3
 FANOUT_VS_GO_MAX = 0.3
 FANOUT_RSS_VS_GO_MAX = 1.0
+SKYNET_VS_GO_MAX = 0.3
+SKYNET_RSS_VS_GO_MAX = 1.0
+CHANNEL_VS_GO_MAX = 0.5
+PING_PONG_HOG_VS_GO_MAX = 1.0
+TIMER_WAKE_P99_US_MAX = 2000.0
+TIMER_WAKE_CPU_CORES_MAX = 1.0
 
-# Google Benchmark runs: (regex for --benchmark_filter, is it a fan-out).
-# The non-fan-out benchmarks share one process; "(/|$)" also matches the
+# Google Benchmark runs: (regex for --benchmark_filter, isolated). An isolated
+# run is one configuration alone in its process, reporting every repetition.
+# The others share a process and report aggregates; "(/|$)" also matches the
 # "/real_time" that UseRealTime() appends to a name.
-NUGO_RUNS = [(r"^(raw_switch|yield_ping|create_and_run)(/|$)", False)] + [
-    (f"^{name}(/|$)", True) for name in FANOUT
-]
+SHARED_NEW_FAMILIES = [*CHANNEL_FAMILIES, *INFO_FAMILIES, "ping_pong_hog", "timer_churn"]
+NUGO_RUNS = (
+    [(r"^(raw_switch|yield_ping|create_and_run)(/|$)", False)]
+    + [(f"^{name}(/|$)", True) for name in FANOUT]
+    + [(f"^({'|'.join(SHARED_NEW_FAMILIES)})(/|$)", False)]
+    + [(f"^{name}(/|$)", True) for name in [*SKYNET, TIMER_WAKE]]
+)
 FIBER_RUNS = [(r"^(yield_ping|create_and_run)(/|$)", False)] + [
     (f"^{name}(/|$)", True) for name in FANOUT
 ]
+FIBER_SKYNET_RUNS = [(f"^{name}(/|$)", True) for name in SKYNET]
 
 # Go runs: (regex for -test.bench, value of -test.cpu).
+GO_SHARED_NEW = ("BenchmarkChanSync|BenchmarkChanProdCons0|BenchmarkChanProdCons100|"
+                 "BenchmarkSelectUncontended|BenchmarkSelectContended|"
+                 "BenchmarkMutexUncontended|BenchmarkMutexContended|BenchmarkTimerChurn")
 GO_RUNS = [
     ("^(BenchmarkYieldPing|BenchmarkCreateGoroutines)$", "1"),
     ("^BenchmarkCreateGoroutines$", "2"),
     ("^BenchmarkFanOut100k$", "1"),
     ("^BenchmarkFanOut100k$", "2"),
+    (f"^({GO_SHARED_NEW}|BenchmarkPingPongHog)$", "1"),
+    (f"^({GO_SHARED_NEW})$", "2"),
+    ("^BenchmarkSkynet$", "1"),
+    ("^BenchmarkSkynet$", "2"),
+    ("^BenchmarkTimerWake$", "2"),
 ]
 GO_NAMES = {
     "BenchmarkYieldPing": "yield_ping",
     "BenchmarkCreateGoroutines": "create_and_run",
     "BenchmarkFanOut100k": "fanout_100k",
+    "BenchmarkSkynet": "skynet",
+    "BenchmarkChanSync": "chan_sync",
+    "BenchmarkChanProdCons0": "chan_prod_cons0",
+    "BenchmarkChanProdCons100": "chan_prod_cons100",
+    "BenchmarkSelectUncontended": "select_uncontended",
+    "BenchmarkSelectContended": "select_contended",
+    "BenchmarkMutexUncontended": "mutex_uncontended",
+    "BenchmarkMutexContended": "mutex_contended",
+    "BenchmarkPingPongHog": "ping_pong_hog",
+    "BenchmarkTimerChurn": "timer_churn",
+    "BenchmarkTimerWake": "timer_wake",
 }
 
 # Name components that Google Benchmark appends to a registered name.
@@ -78,7 +133,11 @@ GBENCH_NAME_DECORATIONS = re.compile(
     r"^(real_time|manual_time|(min_time|min_warmup_time|iterations|repeats|threads):.*)$"
 )
 NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+# Metrics read besides the time: user counters of Google Benchmark, units of
+# b.ReportMetric for Go. Peak RSS is the largest value seen; the others are
+# medians over repetitions like the time.
 RSS_COUNTER = "peak_rss_mib"
+MEDIAN_METRICS = ["ns_per_sleep", "cpu_cores", "p50_us", "p99_us"]
 
 
 class BenchmarkFailure(Exception):
@@ -95,10 +154,12 @@ class Settings:
 
 @dataclass
 class Measurement:
-    """Median real time of one benchmark and, for fan-outs, its process's peak RSS."""
+    """Median real time of one benchmark, its process's peak RSS if it reports
+    one, and the medians of the other metrics (MEDIAN_METRICS) it reports."""
 
     time_ns: float
     peak_rss_mib: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def main() -> int:
@@ -130,12 +191,21 @@ def main() -> int:
     notes: list[str] = []
     try:
         nugo = run_gbench_binary(runner, nugo_bench, NUGO_RUNS)
-        missing = [n for n in [RAW_SWITCH, YIELD_PING, *CREATE_AND_RUN, *FANOUT] if n not in nugo]
+        missing = [n for n in REQUIRED_NUGO if n not in nugo]
         if missing:
             raise BenchmarkFailure(f"{nugo_bench} did not report: {', '.join(missing)}")
+        not_yet = [n for n in optional_nugo_names() if n not in nugo]
+        if not_yet:
+            notes.append(f"Not in nugo-bench (yet), shown as '-': {', '.join(not_yet)}.")
 
         if is_executable(fiber_bench):
-            fiber = run_gbench_binary(runner, fiber_bench, FIBER_RUNS)
+            fiber_runs = FIBER_RUNS
+            if args.quick:
+                notes.append("Boost.Fiber skynet skipped with --quick (about a minute and "
+                             "10 GiB of RSS per procs:1 run).")
+            else:
+                fiber_runs = FIBER_RUNS + FIBER_SKYNET_RUNS
+            fiber = run_gbench_binary(runner, fiber_bench, fiber_runs)
         else:
             fiber = {}
             notes.append(f"Boost.Fiber twin skipped: {fiber_bench} not built.")
@@ -174,6 +244,13 @@ def main() -> int:
     )
     print(f"\nwrote {args.out / 'micro.md'} and {args.out / 'micro.json'}")
     return 0
+
+
+def optional_nugo_names() -> list[str]:
+    """The benchmarks added after the first issue, which nugo-bench may lack."""
+    return [*SKYNET, *(f"{family}/{p}" for family in [*CHANNEL_FAMILIES, *INFO_FAMILIES]
+                       for p in PROCS),
+            PING_PONG_HOG, *TIMER_CHURN, TIMER_WAKE]
 
 
 def parse_args() -> argparse.Namespace:
@@ -235,12 +312,12 @@ def tail(text: str, lines: int = 20) -> str:
 def run_gbench_binary(runner: Runner, binary: Path,
                       runs: list[tuple[str, bool]]) -> dict[str, Measurement]:
     results: dict[str, Measurement] = {}
-    for name_filter, is_fanout in runs:
+    for name_filter, isolated in runs:
         command = [str(binary), f"--benchmark_filter={name_filter}", "--benchmark_format=json",
                    f"--benchmark_repetitions={runner.settings.repetitions}"]
-        # Fan-outs report every repetition: their peak RSS is the largest one
-        # seen (ru_maxrss only grows), which no aggregate gives.
-        if not is_fanout:
+        # Isolated runs report every repetition: their peak RSS is the largest
+        # one seen (ru_maxrss only grows), which no aggregate gives.
+        if not isolated:
             command.append("--benchmark_report_aggregates_only=true")
         if runner.settings.gbench_min_time:
             command.append(f"--benchmark_min_time={runner.settings.gbench_min_time}")
@@ -253,8 +330,10 @@ def parse_gbench_json(output: str, binary: Path) -> dict[str, Measurement]:
 
     Reads benchmarks[].run_name (name without the _median suffix), run_type
     ("iteration" or "aggregate"), aggregate_name, real_time, time_unit,
-    error_occurred/error_message and the user counter peak_rss_mib. With one
-    repetition there are no aggregates, and the single run is the median.
+    error_occurred/error_message and the user counters peak_rss_mib and
+    MEDIAN_METRICS. With one repetition there are no aggregates, and the
+    single run is the median; a median aggregate holds the medians of the
+    counters too.
     """
     if not output.strip():
         return {}  # Google Benchmark prints nothing when the filter matches nothing.
@@ -266,17 +345,23 @@ def parse_gbench_json(output: str, binary: Path) -> dict[str, Measurement]:
     times: dict[str, list[float]] = {}
     medians: dict[str, float] = {}
     rss: dict[str, list[float]] = {}
+    metrics: dict[str, dict[str, list[float]]] = {}
+    median_metrics: dict[str, dict[str, float]] = {}
     for entry in report.get("benchmarks", []):
         name = canonical_gbench_name(entry.get("run_name", entry["name"]))
         if entry.get("error_occurred"):
             raise BenchmarkFailure(f"{binary}: {name}: {entry.get('error_message', 'error')}")
         time_ns = entry["real_time"] * NS_PER_UNIT[entry.get("time_unit", "ns")]
+        counters = {key: float(entry[key]) for key in MEDIAN_METRICS if key in entry}
         if entry.get("run_type") == "aggregate":
             if entry.get("aggregate_name") != "median":
                 continue
             medians[name] = time_ns
+            median_metrics[name] = counters
         else:
             times.setdefault(name, []).append(time_ns)
+            for key, value in counters.items():
+                metrics.setdefault(name, {}).setdefault(key, []).append(value)
         if RSS_COUNTER in entry:
             rss.setdefault(name, []).append(float(entry[RSS_COUNTER]))
 
@@ -284,6 +369,10 @@ def parse_gbench_json(output: str, binary: Path) -> dict[str, Measurement]:
         name: Measurement(
             time_ns=medians[name] if name in medians else statistics.median(times[name]),
             peak_rss_mib=max(rss[name]) if name in rss else None,
+            metrics=median_metrics[name] if name in median_metrics else {
+                key: statistics.median(values)
+                for key, values in metrics.get(name, {}).items()
+            },
         )
         for name in sorted(medians.keys() | times.keys())
     }
@@ -321,6 +410,7 @@ def build_go_twin(runner: Runner, build_dir: Path, notes: list[str]) -> Path | N
 def run_go_twin(runner: Runner, test_binary: Path) -> dict[str, Measurement]:
     times: dict[str, list[float]] = {}
     rss: dict[str, list[float]] = {}
+    others: dict[str, dict[str, list[float]]] = {}
     for bench_regex, cpus in GO_RUNS:
         command = [str(test_binary), "-test.run", "^$", "-test.bench", bench_regex,
                    "-test.cpu", cpus, "-test.count", str(runner.settings.repetitions)]
@@ -330,9 +420,14 @@ def run_go_twin(runner: Runner, test_binary: Path) -> dict[str, Measurement]:
             times.setdefault(name, []).append(metrics["ns/op"])
             if RSS_COUNTER in metrics:
                 rss.setdefault(name, []).append(metrics[RSS_COUNTER])
+            for key in MEDIAN_METRICS:
+                if key in metrics:
+                    others.setdefault(name, {}).setdefault(key, []).append(metrics[key])
     return {
         name: Measurement(time_ns=statistics.median(samples),
-                          peak_rss_mib=max(rss[name]) if name in rss else None)
+                          peak_rss_mib=max(rss[name]) if name in rss else None,
+                          metrics={key: statistics.median(values)
+                                   for key, values in others.get(name, {}).items()})
         for name, samples in sorted(times.items())
     }
 
@@ -362,12 +457,15 @@ class Row:
     nugo: float | None
     go: float | None
     fiber: float | None
-    ratio: float | None  # the ratio the target is about
-    ratio_of: str  # what that ratio divides, e.g. "nugo/Go"
-    target: float | None  # largest passing ratio; None for information rows
+    ratio: float | None  # the ratio the target is about (absolute rows: nugo's value)
+    ratio_of: str  # what that ratio divides, e.g. "nugo/Go"; "nugo" for absolute rows
+    target: float | None  # largest passing ratio or value; None for information rows
     nugo_vs_fiber: float | None
+    absolute: bool = False  # target compares nugo's value itself, in `unit`
 
     def verdict(self) -> str:
+        if self.nugo is None:
+            return "n/a"  # not (yet) in nugo-bench
         if self.target is None:
             return "info"
         if self.ratio is None:
@@ -389,6 +487,28 @@ def comparison_rows(nugo: dict[str, Measurement], go: dict[str, Measurement],
     def rss_of(results: dict[str, Measurement], name: str) -> float | None:
         return results[name].peak_rss_mib if name in results else None
 
+    def metric_of(results: dict[str, Measurement], name: str, metric: str) -> float | None:
+        return results[name].metrics.get(metric) if name in results else None
+
+    def time_row(name: str, unit: str, target: float | None) -> Row:
+        return Row(name, unit, time_of(nugo, name), time_of(go, name), time_of(fiber, name),
+                   ratio(time_of(nugo, name), time_of(go, name)), "nugo/Go", target,
+                   ratio(time_of(nugo, name), time_of(fiber, name)))
+
+    def rss_row(name: str, target: float | None) -> Row:
+        return Row(f"{name} peak RSS", "MiB", rss_of(nugo, name), rss_of(go, name),
+                   rss_of(fiber, name), ratio(rss_of(nugo, name), rss_of(go, name)),
+                   "nugo/Go", target, ratio(rss_of(nugo, name), rss_of(fiber, name)))
+
+    def metric_row(name: str, metric: str, unit: str, target: float | None = None,
+                   absolute: bool = False) -> Row:
+        mine, theirs = metric_of(nugo, name, metric), metric_of(go, name, metric)
+        if absolute:
+            return Row(f"{name} {metric}", unit, mine, theirs, None, mine, "nugo", target,
+                       None, absolute=True)
+        return Row(f"{name} {metric}", unit, mine, theirs, None, ratio(mine, theirs),
+                   "nugo/Go", target, None)
+
     raw_round_trip = time_of(nugo, RAW_SWITCH)
     yield_switch = time_of(nugo, YIELD_PING)
     rows = [
@@ -402,21 +522,24 @@ def comparison_rows(nugo: dict[str, Measurement], go: dict[str, Measurement],
             ratio(yield_switch, raw_round_trip / 2 if raw_round_trip else None),
             "nugo/(raw_switch/2)", None, None),
     ]
-    for name in CREATE_AND_RUN:
-        rows.append(Row(name, "ns/goroutine", time_of(nugo, name), time_of(go, name),
-                        time_of(fiber, name), ratio(time_of(nugo, name), time_of(go, name)),
-                        "nugo/Go", CREATE_VS_GO_MAX,
-                        ratio(time_of(nugo, name), time_of(fiber, name))))
-    for name in FANOUT:
-        rows.append(Row(name, "ns/fan-out", time_of(nugo, name), time_of(go, name),
-                        time_of(fiber, name), ratio(time_of(nugo, name), time_of(go, name)),
-                        "nugo/Go", FANOUT_VS_GO_MAX,
-                        ratio(time_of(nugo, name), time_of(fiber, name))))
-    for name in FANOUT:
-        rows.append(Row(f"{name} peak RSS", "MiB", rss_of(nugo, name), rss_of(go, name),
-                        rss_of(fiber, name), ratio(rss_of(nugo, name), rss_of(go, name)),
-                        "nugo/Go", FANOUT_RSS_VS_GO_MAX,
-                        ratio(rss_of(nugo, name), rss_of(fiber, name))))
+    rows += [time_row(name, "ns/goroutine", CREATE_VS_GO_MAX) for name in CREATE_AND_RUN]
+    rows += [time_row(name, "ns/fan-out", FANOUT_VS_GO_MAX) for name in FANOUT]
+    rows += [rss_row(name, FANOUT_RSS_VS_GO_MAX) for name in FANOUT]
+    rows += [time_row(name, "ns/run", SKYNET_VS_GO_MAX) for name in SKYNET]
+    rows += [rss_row(name, SKYNET_RSS_VS_GO_MAX) for name in SKYNET]
+    rows += [time_row(f"{family}/{p}", "ns/op", CHANNEL_VS_GO_MAX)
+             for family in CHANNEL_FAMILIES for p in PROCS]
+    rows.append(time_row(PING_PONG_HOG, "ns/round trip", PING_PONG_HOG_VS_GO_MAX))
+    rows += [time_row(f"{family}/{p}", "ns/op", None)
+             for family in INFO_FAMILIES for p in PROCS]
+    rows += [metric_row(name, "ns_per_sleep", "ns/sleep") for name in TIMER_CHURN]
+    rows += [metric_row(name, "cpu_cores", "cores") for name in TIMER_CHURN]
+    rows += [
+        metric_row(TIMER_WAKE, "p99_us", "us", TIMER_WAKE_P99_US_MAX, absolute=True),
+        metric_row(TIMER_WAKE, "cpu_cores", "cores", TIMER_WAKE_CPU_CORES_MAX, absolute=True),
+        metric_row(TIMER_WAKE, "p50_us", "us"),
+        time_row(TIMER_WAKE, "ns/round", None),
+    ]
     return rows
 
 
@@ -429,10 +552,18 @@ def table_footnotes(settings: Settings) -> list[str]:
         "Go: the twin in experiments/baselines/go, GOMAXPROCS = procs (-test.cpu). "
         "Fiber: Boost.Fiber, round_robin on one thread for procs:1, work_stealing "
         "on two spinning threads for procs:2.",
-        "Peak RSS is the ru_maxrss of a process that ran only that fan-out "
+        "Peak RSS is the ru_maxrss of a process that ran only that fan-out or skynet "
         "configuration, so it includes each runtime's fixed footprint.",
-        f"Times are medians of {settings.repetitions} repetition(s) on one machine in "
-        "one run; compare ratios, not absolute numbers.",
+        "chan_*, select_* and mutex_* mirror Go's benchmarks of those names (ns/op as Go "
+        "counts ops); ping_pong_hog is Go's BenchmarkPingPongHog, one round trip per op.",
+        "timer_churn: 100,000 goroutines sleeping 1 ms in a loop; ns/sleep is the wall "
+        "time of a 1 s steady-state window over the sleeps completed in it, cores the "
+        "process's CPU time over that window (metrics ns_per_sleep, cpu_cores).",
+        "timer_wake: 100,000 goroutines each sleeping 10 ms once; p50_us/p99_us are "
+        "percentiles of wake delay (wake time - deadline), cores the process's CPU time "
+        "over the sleep; targets p99 <= 2000 us and cores <= 1.0, both absolute.",
+        f"Times and metrics are medians of {settings.repetitions} repetition(s) on one "
+        "machine in one run; compare ratios, not absolute numbers.",
     ]
 
 
@@ -441,10 +572,15 @@ TABLE_HEADER = ["benchmark", "unit", "nugo", "Go", "Fiber", "ratio", "ratio of",
 
 
 def row_cells(row: Row) -> list[str]:
+    if row.absolute:
+        checked = "-" if row.ratio is None else f"{format_value(row.ratio)} {row.unit}"
+        target = f"<= {row.target:g} {row.unit}" if row.target is not None else "-"
+    else:
+        checked = format_ratio(row.ratio)
+        target = f"<= {row.target:g}x" if row.target is not None else "-"
     return [
         row.benchmark, row.unit, format_value(row.nugo), format_value(row.go),
-        format_value(row.fiber), format_ratio(row.ratio), row.ratio_of or "-",
-        f"<= {row.target:g}x" if row.target is not None else "-", row.verdict(),
+        format_value(row.fiber), checked, row.ratio_of or "-", target, row.verdict(),
         format_ratio(row.nugo_vs_fiber),
     ]
 
@@ -452,7 +588,9 @@ def row_cells(row: Row) -> list[str]:
 def format_value(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def format_ratio(value: float | None) -> str:

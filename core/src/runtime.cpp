@@ -54,6 +54,13 @@ Sched::Sched(const Config& c, topo::Topology t)
 
 Sched::~Sched() {
   for (M* m : allm) delete m;
+  for (auto& pp : allp) {  // timers that never fired give up what they hold
+    for (Timer* t : pp->timers) {
+      t->pp.store(nullptr);
+      if (t->discard) t->discard(t->arg);
+    }
+    pp->timers.clear();
+  }
   std::vector<G*> chunks = std::move(gchunks);
   for (G* chunk : chunks) {
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {

@@ -74,6 +74,7 @@ ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, s
   ct->period = period;
   ct->t.when = when;
   ct->t.f = fire;
+  ct->t.discard = [](void* arg) { release_chan_timer(static_cast<ChanTimer*>(arg)); };
   ct->t.arg = ct;
   addtimer(&ct->t);
   return ct;

@@ -21,6 +21,8 @@ struct Timer {
   std::int64_t when = 0;  // CLOCK_MONOTONIC nanoseconds
   void (*f)(void* arg, std::int64_t now) = nullptr;
   void* arg = nullptr;
+  // Called instead of f for a timer still pending when the runtime stops; may be nullptr.
+  void (*discard)(void* arg) = nullptr;
   std::atomic<P*> pp{nullptr};  // the P whose heap holds it, or nullptr
   int index = -1;               // its position there (guarded by that P's timerslock)
 };

@@ -5,7 +5,12 @@
 //   yield_ping/procs:1       one goroutine switch by nugo::yield, two goroutines on 1 P
 //   create_and_run/procs:N   one goroutine of a chain in which each spawns the next
 //   fanout_100k/procs:N      spawning 100,000 goroutines and waiting for all of them
-// The goroutine benchmarks run their timing loop inside the main goroutine.
+//   skynet/procs:N           the skynet benchmark: 1,000,000 leaves, 10-way, over channels
+//   chan_sync, chan_prod_cons0/100, select_uncontended/contended, mutex_uncontended/contended:
+//                            Go's runtime and sync benchmarks of those names, ns per op
+//   timer_churn/procs:N, timer_wake/procs:2: timers at scale (see experiments/baselines)
+// The goroutine benchmarks run their timing loop inside the main goroutine; where Go's
+// benchmark needs b.N up front, KeepRunningBatch(n) gives it and the time is per op.
 #include <sys/resource.h>
 #include <sys/mman.h>
 
@@ -86,6 +91,166 @@ void fanout_100k(benchmark::State& state, int procs) {
   state.counters["peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
+// ---- skynet ----
+
+void skynet(nugo::Chan<long> c, long num, long size, long div) {
+  if (size == 1) {
+    c.send(num);
+    return;
+  }
+  nugo::Chan<long> rc;
+  for (long i = 0; i < div; ++i) {
+    long sub = num + i * (size / div);
+    nugo::go([=] { skynet(rc, sub, size / div, div); });
+  }
+  long sum = 0;
+  for (long i = 0; i < div; ++i) sum += *rc.recv();
+  c.send(sum);
+}
+
+void skynet_bench(benchmark::State& state, int procs) {
+  nugo::run([&] {
+    for (auto _ : state) {
+      nugo::Chan<long> c;
+      nugo::go([=] { skynet(c, 0, 1'000'000, 10); });
+      long sum = *c.recv();
+      if (sum != 499999500000) state.SkipWithError("skynet: wrong checksum");
+    }
+  }, with_procs(procs));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  state.counters["peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+// Go's b.RunParallel: gomaxprocs goroutines share n iterations.
+template <class Body>
+void run_parallel(long n, Body body) {
+  int procs = nugo::gomaxprocs();
+  std::atomic<long> left{n};
+  nugo::WaitGroup wg;
+  wg.add(procs);
+  for (int p = 0; p < procs; ++p)
+    nugo::go([&] {
+      body([&] { return left.fetch_sub(1, std::memory_order_relaxed) > 0; });
+      wg.done();
+    });
+  wg.wait();
+}
+
+// Runs Go's benchmark body `go_bench(n)` for b.N = n, in batches, inside a runtime.
+template <class GoBench>
+void as_go_benchmark(benchmark::State& state, int procs, long batch, GoBench go_bench) {
+  nugo::run([&] {
+    while (state.KeepRunningBatch(batch)) go_bench(batch);
+  }, with_procs(procs));
+}
+
+// BenchmarkChanSync: two goroutines ping-pong on an unbuffered channel.
+void chan_sync(benchmark::State& state, int procs) {
+  as_go_benchmark(state, procs, 20000, [](long n) {
+    constexpr long kCallsPerSched = 1000;
+    constexpr int kProcs = 2;
+    std::atomic<long> batches{n / kCallsPerSched / kProcs * kProcs};
+    nugo::Chan<bool> done(kProcs);
+    nugo::Chan<int> myc;
+    for (int p = 0; p < kProcs; ++p)
+      nugo::go([&] {
+        for (;;) {
+          long i = batches.fetch_sub(1) - 1;
+          if (i < 0) break;
+          for (long g = 0; g < kCallsPerSched; ++g) {
+            if (i % 2 == 0) {
+              myc.recv();
+              myc.send(0);
+            } else {
+              myc.send(0);
+              myc.recv();
+            }
+          }
+        }
+        done.send(true);
+      });
+    for (int p = 0; p < kProcs; ++p) done.recv();
+  });
+}
+
+// benchmarkChanProdCons(chanSize, localWork = 0): a producer and a consumer per P.
+void chan_prod_cons(benchmark::State& state, int procs, std::size_t chan_size) {
+  as_go_benchmark(state, procs, 20000, [chan_size](long n) {
+    constexpr long kCallsPerSched = 1000;
+    int gomaxprocs = nugo::gomaxprocs();
+    std::atomic<long> batches{n / kCallsPerSched};
+    nugo::Chan<bool> done(2 * gomaxprocs);
+    nugo::Chan<int> myc(chan_size);
+    for (int p = 0; p < gomaxprocs; ++p) {
+      nugo::go([&] {
+        while (batches.fetch_sub(1) - 1 >= 0)
+          for (long g = 0; g < kCallsPerSched; ++g) myc.send(1);
+        myc.send(0);
+        done.send(true);
+      });
+      nugo::go([&] {
+        while (*myc.recv() != 0) {}
+        done.send(true);
+      });
+    }
+    for (int p = 0; p < 2 * gomaxprocs; ++p) done.recv();
+  });
+}
+
+// BenchmarkSelectUncontended: each parallel goroutine selects over its own two channels.
+void select_uncontended(benchmark::State& state, int procs) {
+  as_go_benchmark(state, procs, 100000, [](long n) {
+    run_parallel(n, [](auto next) {
+      nugo::Chan<int> c1(1), c2(1);
+      c1.send(0);
+      while (next())
+        nugo::select(nugo::on_recv(c1, [&](auto) { c2.send(0); }),
+                     nugo::on_recv(c2, [&](auto) { c1.send(0); }));
+    });
+  });
+}
+
+// BenchmarkSelectContended: all parallel goroutines select over two shared channels.
+void select_contended(benchmark::State& state, int procs) {
+  as_go_benchmark(state, procs, 100000, [](long n) {
+    int gomaxprocs = nugo::gomaxprocs();
+    nugo::Chan<int> c1(gomaxprocs), c2(gomaxprocs);
+    run_parallel(n, [&](auto next) {
+      c1.send(0);
+      while (next())
+        nugo::select(nugo::on_recv(c1, [&](auto) { c2.send(0); }),
+                     nugo::on_recv(c2, [&](auto) { c1.send(0); }));
+    });
+  });
+}
+
+// BenchmarkMutexUncontended: each parallel goroutine locks its own (padded) mutex.
+void mutex_uncontended(benchmark::State& state, int procs) {
+  as_go_benchmark(state, procs, 1000000, [](long n) {
+    run_parallel(n, [](auto next) {
+      struct alignas(128) Padded { nugo::Mutex mu; } m;
+      while (next()) {
+        m.mu.lock();
+        m.mu.unlock();
+      }
+    });
+  });
+}
+
+// BenchmarkMutex: all parallel goroutines lock one mutex.
+void mutex_contended(benchmark::State& state, int procs) {
+  as_go_benchmark(state, procs, 1000000, [](long n) {
+    nugo::Mutex mu;
+    run_parallel(n, [&](auto next) {
+      while (next()) {
+        mu.lock();
+        mu.unlock();
+      }
+    });
+  });
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("raw_switch", raw_switch)->UseRealTime();
   benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1)->UseRealTime();
@@ -95,6 +260,20 @@ void register_all() {
         ->UseRealTime();
     benchmark::RegisterBenchmark(("fanout_100k" + suffix).c_str(), fanout_100k, procs)
         ->UseRealTime();
+  }
+  for (int procs : {1, 2}) {
+    std::string suffix = "/procs:" + std::to_string(procs);
+    auto add = [&](const std::string& name, auto fn, auto... args) {
+      benchmark::RegisterBenchmark((name + suffix).c_str(), fn, procs, args...)->UseRealTime();
+    };
+    add("skynet", skynet_bench);
+    add("chan_sync", chan_sync);
+    add("chan_prod_cons0", chan_prod_cons, std::size_t{0});
+    add("chan_prod_cons100", chan_prod_cons, std::size_t{100});
+    add("select_uncontended", select_uncontended);
+    add("select_contended", select_contended);
+    add("mutex_uncontended", mutex_uncontended);
+    add("mutex_contended", mutex_contended);
   }
 }
 
