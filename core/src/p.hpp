@@ -56,7 +56,7 @@ struct P {
   // Timers (timer.hpp): a 4-ary heap under timerslock; timer0when is the earliest `when`
   // (0: none), readable without the lock.
   Lock timerslock;
-  std::vector<Timer*> timers;
+  std::vector<TimerEntry> timers;
   std::atomic<std::int64_t> timer0when{0};
 };
 

@@ -55,7 +55,8 @@ Sched::Sched(const Config& c, topo::Topology t)
 Sched::~Sched() {
   for (M* m : allm) delete m;
   for (auto& pp : allp) {  // timers that never fired give up what they hold
-    for (Timer* t : pp->timers) {
+    for (TimerEntry e : pp->timers) {
+      Timer* t = e.t;
       t->pp.store(nullptr);
       if (t->discard) t->discard(t->arg);
     }

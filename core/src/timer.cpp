@@ -12,52 +12,54 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 
-// 4-ary heap over pp->timers; the caller holds pp->timerslock.
-void sift_up(std::vector<Timer*>& h, int i) {
-  Timer* t = h[i];
-  while (i > 0) {
-    int parent = (i - 1) / 4;
-    if (h[parent]->when <= t->when) break;
-    h[i] = h[parent];
-    h[i]->index = i;
-    i = parent;
-  }
-  h[i] = t;
-  t->index = i;
+// 4-ary heap over pp->timers; the caller holds pp->timerslock. Entries carry `when`, so
+// sifting compares within the array and touches a timer only to record its new index:
+// timers live on goroutine stacks all over memory, and reading them is a cache miss each.
+void place(std::vector<TimerEntry>& h, int i, TimerEntry e) {
+  h[i] = e;
+  e.t->index = i;
 }
 
-void sift_down(std::vector<Timer*>& h, int i) {
+void sift_up(std::vector<TimerEntry>& h, int i) {
+  TimerEntry e = h[i];
+  while (i > 0) {
+    int parent = (i - 1) / 4;
+    if (h[parent].when <= e.when) break;
+    place(h, i, h[parent]);
+    i = parent;
+  }
+  place(h, i, e);
+}
+
+void sift_down(std::vector<TimerEntry>& h, int i) {
   int n = static_cast<int>(h.size());
-  Timer* t = h[i];
+  TimerEntry e = h[i];
   for (;;) {
     int first = 4 * i + 1;
     if (first >= n) break;
     int least = first;
     for (int c = first + 1; c < first + 4 && c < n; ++c)
-      if (h[c]->when < h[least]->when) least = c;
-    if (t->when <= h[least]->when) break;
-    h[i] = h[least];
-    h[i]->index = i;
+      if (h[c].when < h[least].when) least = c;
+    if (e.when <= h[least].when) break;
+    place(h, i, h[least]);
     i = least;
   }
-  h[i] = t;
-  t->index = i;
+  place(h, i, e);
 }
 
 void remove_at(P* pp, int i) {
-  std::vector<Timer*>& h = pp->timers;
-  Timer* last = h.back();
+  std::vector<TimerEntry>& h = pp->timers;
+  TimerEntry last = h.back();
   h.pop_back();
   if (i < static_cast<int>(h.size())) {
-    h[i] = last;
-    last->index = i;
+    place(h, i, last);
     sift_down(h, i);
-    sift_up(h, last->index);
+    sift_up(h, last.t->index);
   }
 }
 
 void update_timer0(P* pp) {
-  pp->timer0when.store(pp->timers.empty() ? 0 : pp->timers.front()->when, sc);
+  pp->timer0when.store(pp->timers.empty() ? 0 : pp->timers.front().when, sc);
 }
 
 // A new timer may be earlier than anything an idle M is waiting for: wake the timer sleeper,
@@ -83,7 +85,7 @@ void addtimer(Timer* t) {
   P* pp = m && m->p ? m->p : sched->allp.front().get();
   pp->timerslock.lock();
   if (t->pp.load(rlx)) fatal("addtimer: timer already added");
-  pp->timers.push_back(t);
+  pp->timers.push_back({t->when, t});
   sift_up(pp->timers, static_cast<int>(pp->timers.size()) - 1);
   t->pp.store(pp, rlx);
   update_timer0(pp);
@@ -108,27 +110,30 @@ bool deltimer(Timer* t) {
   }
 }
 
+// Due timers are taken off the heap in batches under one lock acquisition, then run without
+// it: a burst of 100,000 wake-ups costs a lock per batch, not per timer.
 int checktimers(P* pp, std::int64_t now) {
   std::int64_t first = pp->timer0when.load(sc);
   if (first == 0 || first > now) return 0;
+  constexpr int kBatch = 64;
+  struct Due { void (*f)(void*, std::int64_t); void* arg; } due[kBatch];
   int ran = 0;
-  pp->timerslock.lock();
-  while (!pp->timers.empty() && pp->timers.front()->when <= now) {
-    Timer* t = pp->timers.front();
-    remove_at(pp, 0);
-    auto f = t->f;
-    void* arg = t->arg;
-    t->index = -1;
-    t->pp.store(nullptr, std::memory_order_release);  // from here on t may be freed
+  for (;;) {
+    int n = 0;
+    pp->timerslock.lock();
+    while (n < kBatch && !pp->timers.empty() && pp->timers.front().when <= now) {
+      Timer* t = pp->timers.front().t;
+      remove_at(pp, 0);
+      due[n++] = {t->f, t->arg};
+      t->index = -1;
+      t->pp.store(nullptr, std::memory_order_release);  // from here on t may be freed
+    }
     update_timer0(pp);
     pp->timerslock.unlock();
-    f(arg, now);
-    ++ran;
-    pp->timerslock.lock();
+    for (int i = 0; i < n; ++i) due[i].f(due[i].arg, now);
+    ran += n;
+    if (n < kBatch) return ran;
   }
-  update_timer0(pp);
-  pp->timerslock.unlock();
-  return ran;
 }
 
 std::int64_t nexttimer(const P* pp) { return pp->timer0when.load(sc); }

@@ -27,6 +27,12 @@ struct Timer {
   int index = -1;               // its position there (guarded by that P's timerslock)
 };
 
+// A heap entry: the timer's `when` is kept beside the pointer (see timer.cpp).
+struct TimerEntry {
+  std::int64_t when;
+  Timer* t;
+};
+
 std::int64_t nanotime();
 
 // Adds t (t->when, f and arg set, not in any heap) to the current P's heap, or P0's from a

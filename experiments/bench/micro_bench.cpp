@@ -18,7 +18,10 @@
 #include <benchmark/benchmark.h>
 #include <boost/context/detail/fcontext.hpp>
 #include <nugo/nugo.hpp>
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -251,6 +254,103 @@ void mutex_contended(benchmark::State& state, int procs) {
   });
 }
 
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double seconds_since(nugo::Clock::time_point t) {
+  return std::chrono::duration<double>(nugo::Clock::now() - t).count();
+}
+
+// 100,000 goroutines each sleeping 1 ms in a loop; one iteration is a 1 s window. Reports
+// ns_per_sleep (window / sleeps completed in it) and cpu_cores (process CPU time / window).
+// Same definition as BenchmarkTimerChurn in experiments/baselines/go/sync_test.go.
+void timer_churn(benchmark::State& state, int procs) {
+  constexpr int kGoroutines = 100'000;
+  nugo::run([&] {
+    std::atomic<long> completed{0};
+    std::atomic<bool> stop{false};
+    nugo::WaitGroup running, gate, exited, warmed_up;
+    running.add(kGoroutines);
+    gate.add(1);
+    exited.add(kGoroutines);
+    warmed_up.add(1);
+    for (int g = 0; g < kGoroutines; ++g)
+      nugo::go([&] {
+        running.done();
+        gate.wait();
+        while (!stop.load(std::memory_order_relaxed)) {
+          nugo::sleep_for(std::chrono::milliseconds(1));
+          if (completed.fetch_add(1, std::memory_order_relaxed) + 1 == kGoroutines) warmed_up.done();
+        }
+        exited.done();
+      });
+    running.wait();
+    gate.done();
+    warmed_up.wait();
+    double wall = 0, cpu = 0;
+    long sleeps = 0;
+    for (auto _ : state) {
+      auto w0 = nugo::Clock::now();
+      double c0 = process_cpu_seconds();
+      long s0 = completed.load();
+      nugo::sleep_for(std::chrono::seconds(1));
+      wall += seconds_since(w0);
+      cpu += process_cpu_seconds() - c0;
+      sleeps += completed.load() - s0;
+    }
+    stop = true;
+    exited.wait();
+    state.counters["ns_per_sleep"] = wall * 1e9 / static_cast<double>(sleeps);
+    state.counters["cpu_cores"] = cpu / wall;
+  }, with_procs(procs));
+}
+
+// Rounds of 100,000 goroutines that each sleep 10 ms once, released together; reports the
+// nearest-rank p50_us and p99_us of wake delays (wake time - deadline) over all rounds and
+// cpu_cores over the sleeping part. Same definition as BenchmarkTimerWake (Go twin).
+void timer_wake(benchmark::State& state, int procs) {
+  constexpr int kGoroutines = 100'000;
+  std::vector<double> delays_us;
+  double sleep_wall = 0, sleep_cpu = 0;
+  nugo::run([&] {
+    std::vector<double> round(kGoroutines);
+    for (auto _ : state) {
+      nugo::WaitGroup running, gate, woken;
+      running.add(kGoroutines);
+      gate.add(1);
+      woken.add(kGoroutines);
+      for (int g = 0; g < kGoroutines; ++g)
+        nugo::go([&, g] {
+          running.done();
+          gate.wait();
+          auto deadline = nugo::Clock::now() + std::chrono::milliseconds(10);
+          nugo::sleep_until(deadline);
+          round[g] = std::chrono::duration<double, std::micro>(nugo::Clock::now() - deadline).count();
+          woken.done();
+        });
+      running.wait();
+      auto w0 = nugo::Clock::now();
+      double c0 = process_cpu_seconds();
+      gate.done();
+      woken.wait();
+      sleep_wall += seconds_since(w0);
+      sleep_cpu += process_cpu_seconds() - c0;
+      delays_us.insert(delays_us.end(), round.begin(), round.end());
+    }
+  }, with_procs(procs));
+  std::sort(delays_us.begin(), delays_us.end());
+  auto rank = [&](double q) {
+    auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(delays_us.size())));
+    return delays_us[std::max<std::size_t>(r, 1) - 1];
+  };
+  state.counters["p50_us"] = rank(0.50);
+  state.counters["p99_us"] = rank(0.99);
+  state.counters["cpu_cores"] = sleep_cpu / sleep_wall;
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("raw_switch", raw_switch)->UseRealTime();
   benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1)->UseRealTime();
@@ -274,7 +374,11 @@ void register_all() {
     add("select_contended", select_contended);
     add("mutex_uncontended", mutex_uncontended);
     add("mutex_contended", mutex_contended);
+    benchmark::RegisterBenchmark(("timer_churn" + suffix).c_str(), timer_churn, procs)
+        ->UseRealTime()
+        ->Iterations(1);
   }
+  benchmark::RegisterBenchmark("timer_wake/procs:2", timer_wake, 2)->UseRealTime()->Iterations(3);
 }
 
 }  // namespace

@@ -274,10 +274,11 @@ constexpr std::size_t kSkynetStackBytes = 16 * 1024;
 // Go's program uses unbuffered channels. boost::fibers::unbuffered_channel
 // holds a single value, so nine of a parent's ten children must wait for a
 // retry each, every one a further pass of the scheduler over the whole
-// level; that made skynet 1.2x (procs:1) and 12x (procs:2) slower in a test.
-// A buffered_channel with room for all children (Boost requires a power of
-// two) lets each child's push complete at once, which is what a Go child
-// whose parent is already waiting in its receive gets.
+// level: on the development machine that took 65 s instead of 52-63 s at
+// procs:1, and 118 s instead of 6-16 s at procs:2. A buffered_channel with
+// room for all children (Boost requires a power of two) lets each child's
+// push complete at once, as a Go child's send does when its parent already
+// waits in its receive.
 constexpr std::size_t kSkynetChannelCapacity = 16;
 static_assert(kSkynetChannelCapacity >= kSkynetFanOut);
 using SkynetChannel = boost::fibers::buffered_channel<std::int64_t>;

@@ -183,15 +183,16 @@ func BenchmarkMutexContended(b *testing.B) {
 //     time, the count and the CPU time again and stops the clock;
 //  5. untimed: tell the goroutines to stop and wait until all have exited.
 //
-// ns/op is thus about b.N x 1 s / b.N, and Go's harness, seeing one op last
-// as long as -test.benchtime (1 s or less), stops at b.N = 1: one window per
-// run. The results are metrics over the window of steps 3-4: ns_per_sleep,
+// An op thus lasts about timerChurnWindow (ns/op is about 1e9), and Go's
+// harness, seeing its first call (b.N = 1) last as long as any
+// -test.benchtime up to 1 s, stops there: one window per run. The results are metrics over the window of steps 3-4: ns_per_sleep,
 // its wall time over the sleeps completed in it, and cpu_cores, the
 // process's CPU time (user + system, all threads) over its wall time: how
 // many cores the runtime kept busy doing it. Starting the goroutines, the
 // first wave of wake-ups from the gate and the drain at the end are outside
-// the window, and the window is long enough (hundreds of sleeps per
-// goroutine) to smooth over the waves in which they wake.
+// the window, and the window is long enough (several sleeps of every
+// goroutine even in a runtime that cannot keep up) to smooth over the waves
+// in which they wake.
 func BenchmarkTimerChurn(b *testing.B) {
 	const (
 		timerChurnGoroutines = 100_000
