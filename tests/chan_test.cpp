@@ -7,6 +7,7 @@
 #include <memory>
 #include <nugo/nugo.hpp>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -375,4 +376,17 @@ TEST_CASE("a chain of 10,000 goroutines passes a value along (test/chan/daisy ch
     nugo::go([left] { left.send(1); });
     CHECK(leftmost.recv() == kN + 1);
   });
+}
+
+TEST_CASE("a blocking receive from a plain thread is refused and leaves the channel usable",
+          "[sched][chan]") {
+  nugo::Config cfg = nugo::Config::from_env();
+  cfg.detect_deadlock = false;  // main waits for a plain thread
+  nugo::run([] {
+    nugo::Chan<int> c;
+    std::thread plain([&] { CHECK_THROWS_AS(c.recv(), std::logic_error); });
+    plain.join();
+    nugo::go([=] { c.send(5); });
+    CHECK(c.recv() == 5);
+  }, cfg);
 }

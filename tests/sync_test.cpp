@@ -283,3 +283,36 @@ TEST_CASE("goroutines that all sleep leave the process idle", "[sched][time]") {
     CHECK(cpu < 0.25 * wall);
   });
 }
+
+TEST_CASE("a select case may be kept in a variable (it owns its channel reference)",
+          "[sched][time]") {
+  nugo::run([] {
+    nugo::Chan<int> never;
+    auto timeout = nugo::on_recv(nugo::after(5ms));  // the after() channel's handle is gone
+    CHECK(nugo::select(nugo::on_recv(never), timeout) == 1);
+  });
+}
+
+TEST_CASE("stop waits for a firing in progress, so stop-then-drain leaves no stale tick",
+          "[sched][time]") {
+  nugo::run([] {
+    for (int i = 0; i < 200; ++i) {
+      nugo::Timer t(std::chrono::microseconds(i % 50));
+      nugo::sleep_for(std::chrono::microseconds((i * 7) % 60));
+      if (!t.stop()) (void)t.c.try_recv();  // Go's idiom before Reset
+      t.reset(1h);
+      REQUIRE_FALSE(t.c.try_recv().ready);
+    }
+  });
+}
+
+TEST_CASE("closing a timer's channel does not break the scheduler", "[sched][time]") {
+  nugo::run([] {
+    nugo::Timer t(1ms);
+    t.c.close();
+    nugo::sleep_for(5ms);  // the timer fires into a closed channel; nothing else happens
+    nugo::Ticker k(1ms);
+    k.c.close();
+    nugo::sleep_for(5ms);
+  });
+}

@@ -108,15 +108,24 @@ bool unlock_chan(G*, void* c) {
   return true;
 }
 
-G* current_goroutine(const char* what) {
+[[noreturn]] void not_a_goroutine(const char* what) {
+  throw std::logic_error(std::string("nugo::Chan: blocking ") + what + " outside a goroutine");
+}
+
+// The caller holds channel locks when it finds it must block: on misuse they are released
+// before the exception leaves.
+template <class Unlock>
+G* current_goroutine(const char* what, Unlock unlock) {
   G* gp = getg();
-  if (!gp) throw std::logic_error(std::string("nugo::Chan: blocking ") + what +
-                                  " outside a goroutine");
+  if (!gp) {
+    unlock();
+    not_a_goroutine(what);
+  }
   return gp;
 }
 
 [[noreturn]] void block_forever(WaitReason reason) {
-  current_goroutine("operation on a nil channel");
+  if (!getg()) not_a_goroutine("operation on a nil channel");
   gopark(nullptr, nullptr, reason);
   fatal("a goroutine blocked on a nil channel was resumed");
 }
@@ -204,7 +213,7 @@ bool chansend(hchan* c, void* src, bool block) {
     return false;
   }
   sudog me;
-  me.g = current_goroutine("send");
+  me.g = current_goroutine("send", [c] { c->lock.unlock(); });
   me.elem = src;
   c->sendq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_send);
@@ -238,7 +247,7 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) {
     return {false, false};
   }
   sudog me;
-  me.g = current_goroutine("receive");
+  me.g = current_goroutine("receive", [c] { c->lock.unlock(); });
   me.elem = dst;
   c->recvq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_recv);
@@ -247,21 +256,27 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) {
 
 void closechan(hchan* c) {
   if (!c) throw Panic("close of nil channel");
+  note_foreign_thread();
   c->lock.lock();
   if (c->closed) {
     c->lock.unlock();
     throw Panic("close of closed channel");
   }
   c->closed = true;
-  std::vector<G*> wake;
+  sudog* wake = nullptr;  // the dequeued sudogs, linked through next
   for (WaitQ* q : {&c->recvq, &c->sendq}) {
     while (sudog* s = q->dequeue()) {
       s->success = false;
-      wake.push_back(s->g);
+      s->next = wake;
+      wake = s;
     }
   }
   c->lock.unlock();
-  for (G* gp : wake) goready(gp);
+  while (wake) {
+    sudog* s = wake;
+    wake = s->next;  // read before goready: s lives on the goroutine's stack
+    goready(s->g);
+  }
 }
 
 std::size_t chanlen(const hchan* c) {
@@ -326,9 +341,11 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
   // A random permutation of the non-nil cases (so ready cases are chosen uniformly), and
   // their channels in address order (so overlapping selects lock in one global order).
   int npoll = 0;
+  std::uint64_t rnd = select_rand() | (static_cast<std::uint64_t>(select_rand()) << 32);
   for (int i = 0; i < ncases; ++i) {
     if (!cases[i].c) continue;
-    int j = static_cast<int>(select_rand() % static_cast<std::uint32_t>(npoll + 1));
+    rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;  // one LCG step per case
+    int j = static_cast<int>((rnd >> 33) % static_cast<std::uint64_t>(npoll + 1));
     pollorder[npoll] = pollorder[j];
     pollorder[j] = i;
     lockorder[npoll++] = cases[i].c;
@@ -387,7 +404,7 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
   }
 
   // Pass 2: queue on every channel and park.
-  G* gp = current_goroutine("select");
+  G* gp = current_goroutine("select", [&locks] { locks.unlock(); });
   SelectState state;
   sudog small_sudogs[kSmall];
   std::vector<sudog> big_sudogs(ncases > kSmall ? ncases : 0);

@@ -41,7 +41,9 @@ class Note {
   void sleep();
   // Returns false if deadline_ns (CLOCK_MONOTONIC) passed without a wakeup.
   bool sleep_until(std::int64_t deadline_ns);
-  void clear() { key_.store(0, std::memory_order_relaxed); }
+  // A read-modify-write, not a store: a wakeup() racing with clear() is then either seen by
+  // the caller's following reads (it happened first) or arrives after and stands.
+  void clear() { key_.exchange(0, std::memory_order_acq_rel); }
 
  private:
   std::atomic<std::uint32_t> key_{0};

@@ -296,15 +296,25 @@ bool mremove(Domain* d, M* m) {
 
 // Parks the M until startm hands it a P (returns true, with the P acquired). With a deadline
 // (the timer sleeper), also returns false when the deadline passes or addtimer wakes it for an
-// earlier timer; and false when the runtime stops.
-bool stopm(M* m, std::int64_t deadline_ns) {
+// earlier timer; and false when the runtime stops. With may_watch, the M that makes every M
+// idle becomes the deadlock watcher (*watching): it sleeps through a grace period and returns
+// false, for the caller to run checkdead. Deciding that under the lock, right after mput, is
+// what makes exactly one of several Ms going idle together the last one (Go calls checkdead
+// from mput for the same reason).
+bool stopm(M* m, std::int64_t deadline_ns, bool may_watch, bool* watching) {
   Domain* d = m->domain;
+  *watching = false;
   d->lock.lock();
   if (sched->stopping.load(rlx)) {
     d->lock.unlock();
     return false;
   }
   mput(d, m);
+  if (may_watch && deadline_ns == 0 && d->nmidle == sched->mcount.load() &&
+      !sched->foreign_seen.load()) {
+    *watching = true;
+    deadline_ns = nanotime() + kDeadlockGraceNs;
+  }
   d->lock.unlock();
   for (;;) {
     if (deadline_ns)
@@ -321,9 +331,16 @@ bool stopm(M* m, std::int64_t deadline_ns) {
     if (!deadline_ns) continue;  // a stale wake-up (Note wakeups merge); still idle-listed
     d->lock.lock();
     bool listed = mremove(d, m);
+    P* handed = listed ? nullptr : m->nextp;  // startm sets nextp under this lock
     d->lock.unlock();
     if (listed) return false;
-    deadline_ns = 0;  // startm took us off the list: its P is on the way
+    if (handed) {
+      acquirep(handed);
+      m->nextp = nullptr;
+      *watching = false;
+      return true;
+    }
+    deadline_ns = 0;  // cannot happen (startm sets nextp before unlocking); sleep on
   }
 }
 
@@ -365,18 +382,23 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
 void checkdead(Domain* d) {
   if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
   d->lock.lock();
-  bool dead = d->nmidle + 1 == sched->mcount.load() && d->runqsize.load() == 0;
+  bool dead = d->nmidle + 1 == sched->mcount.load() && d->runqsize.load() == 0 &&
+              !sched->foreign_seen.load();
   for (P* p : d->ps) dead = dead && nexttimer(p) == 0 && runqempty(p);
   if (!dead) {
     d->lock.unlock();
     return;
   }
+  sched->glock.lock();  // gchunks; held until exit
   std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
   for (G* chunk : sched->gchunks)
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
       if (gp->status.load() == GStatus::waiting)
         std::fprintf(stderr, "\ngoroutine %lld [%s]:\n", static_cast<long long>(gp->goid),
                      to_string(gp->waitreason));
+  std::fputs("\n(nugo: if a thread outside the runtime was going to wake one of these goroutines, "
+             "run with NUGO_DEBUG=deadlock=0 or Config::detect_deadlock = false)\n",
+             stderr);
   std::fflush(stderr);
   std::_Exit(2);
 }
@@ -496,15 +518,6 @@ top:
   for (bool may_sleep_for_timers = true;;) {
     std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
     bool sleeper = false;
-    // The last M to go idle with no timer pending watches for deadlock: it sleeps through a
-    // grace period (a plain thread may just be starting to call in) and then checks.
-    bool watch = false;
-    if (next == 0 && sched->cfg.detect_deadlock && !sched->foreign_seen.load()) {
-      d->lock.lock();
-      watch = d->nmidle + 1 == sched->mcount.load();
-      d->lock.unlock();
-      if (watch) next = nanotime() + kDeadlockGraceNs;
-    }
     if (next != 0) {
       M* none = nullptr;
       sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
@@ -515,8 +528,10 @@ top:
         if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
       }
     }
-    bool got_p = stopm(m, sleeper || watch ? next : 0);
-    if (!got_p && watch) checkdead(d);
+    // With no timer pending, the M that makes every M idle watches for deadlock (stopm).
+    bool watching = false;
+    bool got_p = stopm(m, sleeper ? next : 0, /*may_watch=*/next == 0, &watching);
+    if (!got_p && watching) checkdead(d);
     if (sleeper) {
       sched->timer_sleep_until.store(INT64_MAX, sc);
       sched->timer_sleeper.store(nullptr, sc);
@@ -549,6 +564,14 @@ void record_g0_stack([[maybe_unused]] M* m) {
 }
 
 }  // namespace
+
+void note_foreign_thread() {
+  if (getm()) return;
+  foreign_calls.fetch_add(1, std::memory_order_seq_cst);
+  if (Sched* s = foreign_sched.load(std::memory_order_seq_cst))
+    s->foreign_seen.store(true, std::memory_order_relaxed);
+  foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+}
 
 M* getm() __attribute__((noinline, noipa));
 M* getm() { return tls_m; }

@@ -120,6 +120,9 @@ void globrunqput(Domain* d, G* gp);                    // domain lock held
 void globrunqputbatch(Domain* d, G* const* batch, int n);  // domain lock held
 G* getg();
 void gosched();
+// Plain threads (no M) that touch nugo objects may wake goroutines later: deadlock detection
+// stands down once one has (checkdead). Cheap for Ms.
+void note_foreign_thread();
 // Go's goyield: like gosched, but to the tail of the local run queue.
 void goyield();
 

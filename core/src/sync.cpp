@@ -75,7 +75,8 @@ void do_spin() {
 }  // namespace
 
 bool Sema::try_acquire() {
-  std::uint32_t v = count_.load(std::memory_order_relaxed);
+  // seq_cst: the waiter's half of the nwait_/count_ store-then-load handshake with release().
+  std::uint32_t v = count_.load(std::memory_order_seq_cst);
   while (v > 0)
     if (count_.compare_exchange_weak(v, v - 1, std::memory_order_acquire)) return true;
   return false;
@@ -84,6 +85,7 @@ bool Sema::try_acquire() {
 void Sema::acquire(bool lifo, int wait_reason) {
   if (try_acquire()) return;
   if (!getg()) {  // a plain thread: nothing to park, so wait politely
+    note_foreign_thread();
     while (!try_acquire()) sched_yield();
     return;
   }
@@ -105,6 +107,7 @@ void Sema::acquire(bool lifo, int wait_reason) {
 }
 
 void Sema::release(bool handoff) {
+  note_foreign_thread();
   count_.fetch_add(1, std::memory_order_seq_cst);
   if (nwait_.load(std::memory_order_seq_cst) == 0) return;
   spin_lock(lock_);
@@ -226,6 +229,10 @@ void RWMutex::unlock() {
 // ---- Cond: Go's notifyList. Tickets make a signal that comes between unlocking L and
 // parking count: the waiter checks its ticket against notify_ before parking. ----
 
+void Cond::require_goroutine() {
+  if (!detail::getg()) throw std::logic_error("nugo::Cond::wait: not called from a goroutine");
+}
+
 std::uint32_t Cond::add_waiter() { return wait_.fetch_add(1, std::memory_order_acq_rel); }
 
 void Cond::wait_ticket(std::uint32_t ticket) {
@@ -236,10 +243,6 @@ void Cond::wait_ticket(std::uint32_t ticket) {
   }
   detail::SemaWaiter w;
   w.g = detail::getg();
-  if (!w.g) {
-    detail::spin_unlock(lock_);
-    throw std::logic_error("nugo::Cond::wait: not called from a goroutine");
-  }
   w.ticket = ticket;
   detail::push(head_, tail_, &w, false);
   detail::gopark(detail::park_unlock, &lock_, detail::WaitReason::cond);
@@ -274,10 +277,12 @@ void Cond::broadcast() {
   notify_.store(wait_.load(std::memory_order_relaxed), std::memory_order_release);
   detail::SemaWaiter* all = head_;
   head_ = tail_ = nullptr;
-  std::vector<detail::G*> ready;
-  for (detail::SemaWaiter* w = all; w; w = w->next) ready.push_back(w->g);
   detail::spin_unlock(lock_);
-  for (detail::G* gp : ready) detail::goready(gp);
+  while (all) {
+    detail::SemaWaiter* w = all;
+    all = w->next;  // read before goready: w lives on the waiter's stack
+    detail::goready(w->g);
+  }
 }
 
 }  // namespace nugo

@@ -1,4 +1,6 @@
 // Sleeping and channel timers (Timer, Ticker, after) over the runtime timers of timer.hpp.
+#include <sched.h>
+
 #include <thread>
 
 #include "nugo/time.hpp"
@@ -41,6 +43,7 @@ void sleep_until_ns(std::int64_t when) {
 // after() drops it at once) and one for as long as the runtime timer is in a heap, handed to
 // fire() when it pops. `mu` orders stop and reset against fire's re-arming of a ticker.
 struct ChanTimer {
+  explicit ChanTimer(const Chan<Clock::time_point>& ch) : c(ch) {}
   detail::Timer t;
   Chan<Clock::time_point> c;
   std::int64_t period = 0;
@@ -53,8 +56,12 @@ namespace {
 
 void fire(void* arg, std::int64_t now) {
   auto* ct = static_cast<ChanTimer*>(arg);  // we now hold the heap's reference
-  ct->c.try_send(to_time_point(now));       // a slow reader misses ticks, as in Go
   ct->mu.lock();
+  try {
+    ct->c.try_send(to_time_point(now));  // a slow reader misses ticks, as in Go
+  } catch (const Panic&) {
+    // The user closed the timer's channel: nothing to deliver to.
+  }
   if (ct->period > 0 && !ct->stopped && !ct->t.pp.load()) {
     std::int64_t next = ct->t.when + ct->period;
     if (next <= now) next = now + ct->period - (now - ct->t.when) % ct->period;
@@ -62,15 +69,26 @@ void fire(void* arg, std::int64_t now) {
     ct->refs.fetch_add(1, std::memory_order_relaxed);
     addtimer(&ct->t);
   }
+  ct->t.running.store(false, std::memory_order_release);
   ct->mu.unlock();
   release_chan_timer(ct);
+}
+
+// Go's deltimer waits while the timer is running: after stop() or reset() returns, a firing
+// that was under way has delivered its value (so "if (!t.stop()) drain" works).
+void lock_idle(ChanTimer* ct) {
+  for (;;) {
+    ct->mu.lock();
+    if (ct->t.pp.load() || !ct->t.running.load(std::memory_order_acquire)) return;
+    ct->mu.unlock();
+    if (getg()) nugo::yield(); else sched_yield();
+  }
 }
 
 }  // namespace
 
 ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, std::int64_t period) {
-  auto* ct = new ChanTimer;
-  ct->c = c;
+  auto* ct = new ChanTimer(c);
   ct->period = period;
   ct->t.when = when;
   ct->t.f = fire;
@@ -81,7 +99,7 @@ ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, s
 }
 
 bool stop_chan_timer(ChanTimer* ct) {
-  ct->mu.lock();
+  lock_idle(ct);
   ct->stopped = true;
   bool was_pending = deltimer(&ct->t);
   if (was_pending) ct->refs.fetch_sub(1, std::memory_order_relaxed);  // the heap's; not the last
@@ -90,7 +108,7 @@ bool stop_chan_timer(ChanTimer* ct) {
 }
 
 bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
-  ct->mu.lock();
+  lock_idle(ct);
   bool was_pending = deltimer(&ct->t);
   if (!was_pending) ct->refs.fetch_add(1, std::memory_order_relaxed);  // a new heap reference
   ct->stopped = false;

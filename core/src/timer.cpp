@@ -81,16 +81,17 @@ std::int64_t nanotime() {
 }
 
 void addtimer(Timer* t) {
+  const std::int64_t when = t->when;  // once published, t may fire and be freed at any time
   M* m = getm();
   P* pp = m && m->p ? m->p : sched->allp.front().get();
   pp->timerslock.lock();
   if (t->pp.load(rlx)) fatal("addtimer: timer already added");
-  pp->timers.push_back({t->when, t});
+  pp->timers.push_back({when, t});
   sift_up(pp->timers, static_cast<int>(pp->timers.size()) - 1);
   t->pp.store(pp, rlx);
   update_timer0(pp);
   pp->timerslock.unlock();
-  wake_for_timer(t->when);
+  wake_for_timer(when);
 }
 
 bool deltimer(Timer* t) {
@@ -126,6 +127,7 @@ int checktimers(P* pp, std::int64_t now) {
       remove_at(pp, 0);
       due[n++] = {t->f, t->arg};
       t->index = -1;
+      t->running.store(true, std::memory_order_relaxed);
       t->pp.store(nullptr, std::memory_order_release);  // from here on t may be freed
     }
     update_timer0(pp);

@@ -25,6 +25,9 @@ struct Timer {
   void (*discard)(void* arg) = nullptr;
   std::atomic<P*> pp{nullptr};  // the P whose heap holds it, or nullptr
   int index = -1;               // its position there (guarded by that P's timerslock)
+  // Set when the timer is popped to run; a callback that wants stop() to wait for it (Go's
+  // timerRunning) clears it when done. Others ignore it.
+  std::atomic<bool> running{false};
 };
 
 // A heap entry: the timer's `when` is kept beside the pointer (see timer.cpp).

@@ -28,6 +28,7 @@ void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_r
 }  // namespace
 
 void WaitGroup::add(std::int64_t delta) {
+  detail::note_foreign_thread();
   std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
   std::uint64_t state = state_.fetch_add(d, std::memory_order_acq_rel) + d;
   auto counter = static_cast<std::int32_t>(state >> 32);

@@ -93,6 +93,10 @@ struct Noop {
 
 template <class T>
 class Chan {
+  // Elements move under the channel's lock; a throwing move would leave it locked.
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "nugo::Chan<T>: T must be nothrow move constructible");
+
  public:
   using value_type = T;
 
@@ -168,12 +172,14 @@ class Chan {
 
 // ---- select ----
 
+// A case holds its own reference to the channel: a case kept in a variable must not outlive
+// a channel (say, one from after()) whose last other reference goes away meanwhile.
 template <class T, class F>
 struct RecvCase {
-  detail::hchan* c;
+  Chan<T> ch;
   F f;
   alignas(T) unsigned char storage[sizeof(T)];
-  detail::SelectCase as_case() { return {c, storage, false}; }
+  detail::SelectCase as_case() { return {ch.raw(), storage, false}; }
   void complete(bool ok) {
     if (ok)
       f(detail::take<T>(storage));
@@ -184,10 +190,10 @@ struct RecvCase {
 
 template <class T, class F>
 struct SendCase {
-  detail::hchan* c;
+  Chan<T> ch;
   T value;
   F f;
-  detail::SelectCase as_case() { return {c, &value, true}; }
+  detail::SelectCase as_case() { return {ch.raw(), &value, true}; }
   void complete(bool) { f(); }
 };
 
@@ -199,12 +205,12 @@ struct DefaultCase {
 // case v, ok := <-ch: f receives std::optional<T> (empty: closed).
 template <class T, class F = detail::Noop>
 RecvCase<T, F> on_recv(const Chan<T>& ch, F f = {}) {
-  return {ch.raw(), std::move(f), {}};
+  return {ch, std::move(f), {}};
 }
 // case ch <- v: f() runs after the send.
 template <class T, class U, class F = detail::Noop>
 SendCase<T, F> on_send(const Chan<T>& ch, U&& value, F f = {}) {
-  return {ch.raw(), T(std::forward<U>(value)), std::move(f)};
+  return {ch, T(std::forward<U>(value)), std::move(f)};
 }
 // default: runs if no other case is ready.
 template <class F = detail::Noop>

@@ -81,6 +81,7 @@ class Cond {
  public:
   template <class L>
   void wait(L& l) {
+    require_goroutine();
     std::uint32_t ticket = add_waiter();
     l.unlock();
     wait_ticket(ticket);
@@ -90,6 +91,7 @@ class Cond {
   void broadcast();
 
  private:
+  static void require_goroutine();
   std::uint32_t add_waiter();
   void wait_ticket(std::uint32_t ticket);
   std::atomic<std::uint32_t> wait_{0};    // next ticket to hand out
