@@ -14,7 +14,9 @@ struct G;
 struct P;
 struct Domain;
 
-struct M {
+// Cache-line aligned: each M is written by its own thread all the time (fastrand, curg), and
+// neighbours allocated back to back would otherwise share lines.
+struct alignas(64) M {
   int id = 0;
   std::thread thread;
   Domain* domain = nullptr;

@@ -24,7 +24,8 @@ inline constexpr int kGoidCacheBatch = 16;   // Go's _GoidCacheBatch
 inline constexpr int kGFreeMax = 64;         // gfput: above this, move half to the global list
 inline constexpr int kGFreeRefill = 32;      // gfget: refill this many from the global list
 
-struct P {
+// Cache-line aligned for the same reason as M.
+struct alignas(64) P {
   int id = 0;
   std::atomic<PStatus> status{PStatus::idle};
   Domain* domain = nullptr;

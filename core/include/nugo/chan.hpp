@@ -172,14 +172,24 @@ class Chan {
 
 // ---- select ----
 
-// A case holds its own reference to the channel: a case kept in a variable must not outlive
-// a channel (say, one from after()) whose last other reference goes away meanwhile.
+// A case made from a named channel refers to it (the caller keeps it alive, as with any
+// reference); a case made from a temporary channel, such as after()'s, takes it over, so a
+// case kept in a variable cannot outlive its channel. Either way no reference count changes.
+template <class T>
+struct CaseChan {
+  Chan<T> owned = Chan<T>::nil();
+  detail::hchan* c = nullptr;
+  explicit CaseChan(const Chan<T>& named) : c(named.raw()) {}
+  explicit CaseChan(Chan<T>&& temporary) : owned(std::move(temporary)), c(owned.raw()) {}
+  CaseChan(CaseChan&& o) noexcept : owned(std::move(o.owned)), c(o.c) {}
+};
+
 template <class T, class F>
 struct RecvCase {
-  Chan<T> ch;
+  CaseChan<T> ch;
   F f;
   alignas(T) unsigned char storage[sizeof(T)];
-  detail::SelectCase as_case() { return {ch.raw(), storage, false}; }
+  detail::SelectCase as_case() { return {ch.c, storage, false}; }
   void complete(bool ok) {
     if (ok)
       f(detail::take<T>(storage));
@@ -190,10 +200,10 @@ struct RecvCase {
 
 template <class T, class F>
 struct SendCase {
-  Chan<T> ch;
+  CaseChan<T> ch;
   T value;
   F f;
-  detail::SelectCase as_case() { return {ch.raw(), &value, true}; }
+  detail::SelectCase as_case() { return {ch.c, &value, true}; }
   void complete(bool) { f(); }
 };
 
@@ -203,14 +213,15 @@ struct DefaultCase {
 };
 
 // case v, ok := <-ch: f receives std::optional<T> (empty: closed).
-template <class T, class F = detail::Noop>
-RecvCase<T, F> on_recv(const Chan<T>& ch, F f = {}) {
-  return {ch, std::move(f), {}};
+template <class C, class F = detail::Noop, class T = typename std::decay_t<C>::value_type>
+RecvCase<T, F> on_recv(C&& ch, F f = {}) {
+  return {CaseChan<T>(std::forward<C>(ch)), std::move(f), {}};
 }
 // case ch <- v: f() runs after the send.
-template <class T, class U, class F = detail::Noop>
-SendCase<T, F> on_send(const Chan<T>& ch, U&& value, F f = {}) {
-  return {ch, T(std::forward<U>(value)), std::move(f)};
+template <class C, class U, class F = detail::Noop,
+          class T = typename std::decay_t<C>::value_type>
+SendCase<T, F> on_send(C&& ch, U&& value, F f = {}) {
+  return {CaseChan<T>(std::forward<C>(ch)), T(std::forward<U>(value)), std::move(f)};
 }
 // default: runs if no other case is ready.
 template <class F = detail::Noop>
