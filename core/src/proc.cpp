@@ -745,12 +745,16 @@ void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
 
 namespace {
 
+// The waker took gp off its primitive's wait queue under that primitive's lock, which park_m
+// released only after publishing `waiting`; nobody else can ready gp. So a check and a store
+// do what a CAS would, without the read-modify-write on the handoff path.
 void ready_status(G* gp) {
-  GStatus waiting = GStatus::waiting;
-  if (!gp->status.compare_exchange_strong(waiting, GStatus::runnable, std::memory_order_acquire))
+  GStatus s = gp->status.load(std::memory_order_acquire);
+  if (s != GStatus::waiting)
     fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
-          to_string(waiting));
+          to_string(s));
   gp->waitreason = WaitReason::none;
+  gp->status.store(GStatus::runnable, std::memory_order_relaxed);
 }
 
 }  // namespace
