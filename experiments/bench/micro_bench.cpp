@@ -216,15 +216,21 @@ void chan_prod_cons(benchmark::State& state, int procs, std::size_t chan_size) {
   });
 }
 
+// The loop of Go's select benchmarks: a token moves between c1 and c2, one select per move.
+template <class Next>
+void select_ping(const nugo::Chan<int>& c1, const nugo::Chan<int>& c2, Next next) {
+  while (next())
+    nugo::select(nugo::on_recv(c1, [&](auto) { c2.send(0); }),
+                 nugo::on_recv(c2, [&](auto) { c1.send(0); }));
+}
+
 // BenchmarkSelectUncontended: each parallel goroutine selects over its own two channels.
 void select_uncontended(benchmark::State& state, int procs) {
   as_go_benchmark(state, procs, 100000, [](long n) {
     run_parallel(n, [](auto next) {
       nugo::Chan<int> c1(1), c2(1);
       c1.send(0);
-      while (next())
-        nugo::select(nugo::on_recv(c1, [&](auto) { c2.send(0); }),
-                     nugo::on_recv(c2, [&](auto) { c1.send(0); }));
+      select_ping(c1, c2, next);
     });
   });
 }
@@ -236,9 +242,7 @@ void select_contended(benchmark::State& state, int procs) {
     nugo::Chan<int> c1(gomaxprocs), c2(gomaxprocs);
     run_parallel(n, [&](auto next) {
       c1.send(0);
-      while (next())
-        nugo::select(nugo::on_recv(c1, [&](auto) { c2.send(0); }),
-                     nugo::on_recv(c2, [&](auto) { c1.send(0); }));
+      select_ping(c1, c2, next);
     });
   });
 }
