@@ -14,6 +14,14 @@ void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
                       std::int64_t deadline_ns);
 void futex_wake(std::atomic<std::uint32_t>* addr, int count);
 
+// A test-and-test-and-set spin lock on a bare word, for the wait lists inside public objects
+// (WaitGroup, Sema, Cond), whose critical sections are a few instructions long.
+inline void spin_lock(std::atomic<std::uint32_t>& l) {
+  while (l.exchange(1, std::memory_order_acquire) != 0)
+    while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
+}
+inline void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
+
 // A three-state mutex (0 free, 1 locked, 2 locked with sleepers) with a short spin before
 // sleeping, as the critical sections it guards (run queue batches, idle lists) are tiny.
 class Lock {

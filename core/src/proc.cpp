@@ -42,18 +42,26 @@ namespace {
 // Foreign threads (no M) may call go(), goready() and WaitGroup::done() while run() is
 // returning. A foreign call counts itself in before it reads the instance; run_main
 // unpublishes the instance, then waits for the count to drain before deleting it.
+// enter_foreign returns the instance (and marks it foreign_seen) or nullptr, counted out again.
+Sched* enter_foreign() {
+  foreign_calls.fetch_add(1, std::memory_order_seq_cst);
+  Sched* s = foreign_sched.load(std::memory_order_seq_cst);
+  if (s)
+    s->foreign_seen.store(true, std::memory_order_relaxed);
+  else
+    foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+  return s;
+}
+
+void leave_foreign() { foreign_calls.fetch_sub(1, std::memory_order_seq_cst); }
+
 class ForeignCall {
  public:
   ForeignCall() {
-    foreign_calls.fetch_add(1, std::memory_order_seq_cst);
-    Sched* s = foreign_sched.load(std::memory_order_seq_cst);
-    if (!s) {
-      foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+    if (!enter_foreign())
       throw std::logic_error("nugo: the runtime is not running (call go within nugo::run)");
-    }
-    s->foreign_seen.store(true, std::memory_order_relaxed);
   }
-  ~ForeignCall() { foreign_calls.fetch_sub(1, std::memory_order_seq_cst); }
+  ~ForeignCall() { leave_foreign(); }
   ForeignCall(const ForeignCall&) = delete;
   ForeignCall& operator=(const ForeignCall&) = delete;
 };
@@ -566,11 +574,7 @@ void record_g0_stack([[maybe_unused]] M* m) {
 }  // namespace
 
 void note_foreign_thread() {
-  if (getm()) return;
-  foreign_calls.fetch_add(1, std::memory_order_seq_cst);
-  if (Sched* s = foreign_sched.load(std::memory_order_seq_cst))
-    s->foreign_seen.store(true, std::memory_order_relaxed);
-  foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+  if (!getm() && enter_foreign()) leave_foreign();
 }
 
 M* getm() __attribute__((noinline, noipa));

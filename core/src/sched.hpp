@@ -54,8 +54,7 @@ struct Domain {
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
-  alignas(64) char pad_ = 0;
-  std::vector<P*> ps;  // this domain's Ps, the victims of its thieves
+  alignas(64) std::vector<P*> ps;  // this domain's Ps, the victims of its thieves (read-only)
   StealOrder steal_order;
 };
 
@@ -115,6 +114,11 @@ P* releasep();
 void pidleput(P* pp);  // domain lock held
 P* pidleget(Domain* d);  // domain lock held
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
+// gopark's unlock function for a spin lock (futex.hpp) guarding a wait list.
+inline bool park_unlock_spin(G*, void* lock) {
+  spin_unlock(*static_cast<std::atomic<std::uint32_t>*>(lock));
+  return true;
+}
 void goready(G* gp);
 void globrunqput(Domain* d, G* gp);                    // domain lock held
 void globrunqputbatch(Domain* d, G* const* batch, int n);  // domain lock held

@@ -25,18 +25,6 @@ struct SemaWaiter {
 
 namespace {
 
-void spin_lock(std::atomic<std::uint32_t>& l) {
-  while (l.exchange(1, std::memory_order_acquire) != 0)
-    while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
-}
-
-void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
-
-bool park_unlock(G*, void* l) {
-  spin_unlock(*static_cast<std::atomic<std::uint32_t>*>(l));
-  return true;
-}
-
 void push(SemaWaiter*& head, SemaWaiter*& tail, SemaWaiter* w, bool lifo) {
   if (lifo) {
     w->next = head;
@@ -101,7 +89,7 @@ void Sema::acquire(bool lifo, int wait_reason) {
     }
     w.ticket = 0;
     push(head_, tail_, &w, lifo);
-    gopark(park_unlock, &lock_, static_cast<WaitReason>(wait_reason));
+    gopark(park_unlock_spin, &lock_, static_cast<WaitReason>(wait_reason));
     if (w.ticket || try_acquire()) return;
   }
 }
@@ -245,7 +233,7 @@ void Cond::wait_ticket(std::uint32_t ticket) {
   w.g = detail::getg();
   w.ticket = ticket;
   detail::push(head_, tail_, &w, false);
-  detail::gopark(detail::park_unlock, &lock_, detail::WaitReason::cond);
+  detail::gopark(detail::park_unlock_spin, &lock_, detail::WaitReason::cond);
 }
 
 void Cond::signal() {

@@ -16,16 +16,8 @@
 #include "sched.hpp"
 
 namespace nugo {
-namespace {
-
-void spin_lock(std::atomic<std::uint32_t>& l) {
-  while (l.exchange(1, std::memory_order_acquire) != 0)
-    while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
-}
-
-void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
-
-}  // namespace
+using detail::spin_lock;
+using detail::spin_unlock;
 
 void WaitGroup::add(std::int64_t delta) {
   detail::note_foreign_thread();
@@ -88,12 +80,7 @@ void WaitGroup::sema_acquire() {
   detail::G* gp = detail::getg();
   gp->waitlink = waiters_;
   waiters_ = gp;
-  detail::gopark(
-      [](detail::G*, void* l) {
-        spin_unlock(*static_cast<std::atomic<std::uint32_t>*>(l));
-        return true;
-      },
-      &lock_, detail::WaitReason::waitgroup);
+  detail::gopark(detail::park_unlock_spin, &lock_, detail::WaitReason::waitgroup);
 }
 
 }  // namespace nugo
