@@ -36,6 +36,7 @@ namespace nugo::detail {
 Sched* sched = nullptr;
 std::atomic<Sched*> foreign_sched{nullptr};
 std::atomic<int> foreign_calls{0};
+thread_local bool starting_runtime = false;
 
 namespace {
 
@@ -46,9 +47,9 @@ namespace {
 Sched* enter_foreign() {
   foreign_calls.fetch_add(1, std::memory_order_seq_cst);
   Sched* s = foreign_sched.load(std::memory_order_seq_cst);
-  if (s)
+  if (s && !starting_runtime)
     s->foreign_seen.store(true, std::memory_order_relaxed);
-  else
+  else if (!s)
     foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
   return s;
 }

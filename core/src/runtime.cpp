@@ -104,14 +104,15 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   foreign_sched.store(sched, std::memory_order_seq_cst);
 
   struct Main { void (*body)(void*); void* arg; } main{body, arg};
+  starting_runtime = true;
   Closure* c = newg();
   auto main_goroutine = [&main] {
     main.body(main.arg);
     sched->main_done.wakeup();
   };
   bind_closure<decltype(main_goroutine)>(c, main_goroutine);
-  newproc(c);  // from this foreign thread: global queue + wakep starts the first M
-  sched->foreign_seen.store(false, std::memory_order_relaxed);  // that call does not count
+  newproc(c);  // from this thread (no M): global queue + wakep starts the first M
+  starting_runtime = false;
   sched->main_done.sleep();
 
   sched->stopping.store(true, std::memory_order_seq_cst);

@@ -89,7 +89,8 @@ struct Sched {
   std::atomic<std::int64_t> timer_sleep_until{INT64_MAX};
 
   // Deadlock detection (checkdead in proc.cpp) stands down once a thread that is not an M has
-  // called into the runtime: such a thread may wake a goroutine later.
+  // called into the runtime: such a thread may wake a goroutine later. The caller of run()
+  // creating the main goroutine does not count (starting_runtime).
   std::atomic<bool> foreign_seen{false};
 
   std::atomic<bool> stopping{false};
@@ -104,6 +105,10 @@ struct Sched {
 extern Sched* sched;
 extern std::atomic<Sched*> foreign_sched;
 extern std::atomic<int> foreign_calls;
+// Set on the thread in run_main while it creates and enqueues the main goroutine. That call
+// takes the foreign path but must not set foreign_seen: the first M may already be looking
+// for deadlock by the time run_main could clear the flag again.
+extern thread_local bool starting_runtime;
 
 // proc.cpp
 void mstart(M* m);
