@@ -27,6 +27,7 @@
 
 #include "fatal.hpp"
 #include "nugo/chan.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 
 namespace nugo::detail {
@@ -169,6 +170,7 @@ void recv_from_sender(hchan* c, sudog* sender, void* dst) {
 }  // namespace
 
 hchan* makechan(const ElemOps* ops, std::size_t cap) {
+  NoPreempt np;
   auto* c = new hchan;
   c->ops = ops;
   c->dataqsiz = cap;
@@ -181,6 +183,7 @@ hchan* makechan(const ElemOps* ops, std::size_t cap) {
 void chan_retain(hchan* c) { c->refs.fetch_add(1, std::memory_order_relaxed); }
 
 void chan_release(hchan* c) {
+  NoPreempt np;
   if (c->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   for (std::size_t i = 0, x = c->recvx; i < c->qcount; ++i, c->advance(x)) c->ops->destroy(c->slot(x));
   if (c->buf) ::operator delete(c->buf, std::align_val_t(std::max(c->ops->align, alignof(void*))));
@@ -188,6 +191,7 @@ void chan_release(hchan* c) {
 }
 
 bool chansend(hchan* c, void* src, bool block) {
+  NoPreempt np;
   if (!c) {
     if (!block) return false;
     block_forever(WaitReason::chan_send_nil);
@@ -222,6 +226,7 @@ bool chansend(hchan* c, void* src, bool block) {
 }
 
 RecvStatus chanrecv(hchan* c, void* dst, bool block) {
+  NoPreempt np;
   if (!c) {
     if (!block) return {false, false};
     block_forever(WaitReason::chan_recv_nil);
@@ -255,6 +260,7 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) {
 }
 
 void closechan(hchan* c) {
+  NoPreempt np;
   if (!c) throw Panic("close of nil channel");
   note_foreign_thread();
   c->lock.lock();
@@ -324,6 +330,7 @@ std::uint32_t select_rand() {
 }  // namespace
 
 SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
+  NoPreempt np;
   constexpr int kSmall = 16;
   int small_poll[kSmall];
   hchan* small_locks[kSmall];

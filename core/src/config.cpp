@@ -1,5 +1,8 @@
+#include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "nugo/config.hpp"
@@ -23,12 +26,52 @@ void parse_debug(const char* v, Config& cfg) {
     if (item.empty()) continue;
     std::size_t eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "deadlock" && (value == "0" || value == "1"))
+    bool flag = value == "0" || value == "1";
+    if (key == "deadlock" && flag)
       cfg.detect_deadlock = value == "1";
+    else if (key == "asyncpreemptoff" && flag)
+      cfg.async_preempt = value == "0";
     else
-      bad("NUGO_DEBUG", v, "unknown setting '" + item + "' (known: deadlock=0|1)");
+      bad("NUGO_DEBUG", v,
+          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1)");
   }
 }
+
+// "10ms", "200us", "1s", "500000ns"; false if malformed.
+bool parse_duration(const char* v, std::chrono::nanoseconds* out) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v || errno || *v == '-') return false;
+  struct Unit { const char* name; unsigned long long ns; };
+  for (Unit u : {Unit{"ns", 1}, Unit{"us", 1000}, Unit{"ms", 1000000}, Unit{"s", 1000000000}}) {
+    if (std::strcmp(end, u.name) != 0) continue;
+    if (n > (1ull << 62) / u.ns) return false;
+    *out = std::chrono::nanoseconds(n * u.ns);
+    return true;
+  }
+  return false;
+}
+
+// "SIGURG", "URG", "sigusr2", "12"; 0 if unknown.
+int parse_signal(const char* v) {
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (end != v && *end == '\0') return n > 0 && n < NSIG ? static_cast<int>(n) : 0;
+  std::string name(v);
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (const char* abbrev = sigabbrev_np(sig); abbrev && name == abbrev) return sig;
+  return 0;
+}
+
+bool usable_preempt_signal(int sig) {
+  return sig == SIGURG || sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGWINCH ||
+         (sig >= SIGRTMIN && sig <= SIGRTMAX);
+}
+
+const char* kSignalChoices = "SIGURG, SIGUSR1, SIGUSR2, SIGWINCH or a real-time signal";
 
 }  // namespace
 
@@ -51,6 +94,19 @@ Config Config::from_env() {
     cfg.stack_size = size;
   }
   if (const char* v = std::getenv("NUGO_TOPOLOGY")) cfg.topology = v;
+  if (const char* v = std::getenv("NUGO_TIMESLICE")) {
+    std::chrono::nanoseconds d{};
+    if (!parse_duration(v, &d)) bad("NUGO_TIMESLICE", v, "expected a duration such as 10ms or 200us");
+    if (d < kMinTimeslice || d > kMaxTimeslice)
+      bad("NUGO_TIMESLICE", v, "time slice must be between 20us and 10s");
+    cfg.timeslice = d;
+  }
+  if (const char* v = std::getenv("NUGO_PREEMPT_SIGNAL")) {
+    int sig = parse_signal(v);
+    if (!usable_preempt_signal(sig))
+      bad("NUGO_PREEMPT_SIGNAL", v, std::string("expected ") + kSignalChoices);
+    cfg.preempt_signal = sig;
+  }
   if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
   cfg.validate();
   return cfg;
@@ -63,6 +119,12 @@ void Config::validate() const {
   if (stack_size < kMinStack || stack_size > kMaxStack)
     throw ConfigError("Config::stack_size=" + std::to_string(stack_size) +
                       ": stack size must be between 16k and 1g");
+  if (timeslice < kMinTimeslice || timeslice > kMaxTimeslice)
+    throw ConfigError("Config::timeslice=" + std::to_string(timeslice.count()) +
+                      "ns: time slice must be between 20us and 10s");
+  if (!usable_preempt_signal(preempt_signal))
+    throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
+                      kSignalChoices);
 }
 
 }  // namespace nugo

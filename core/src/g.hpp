@@ -10,6 +10,8 @@
 
 namespace nugo::detail {
 
+struct M;
+
 // Go's _Gidle ... _Gpreempted. Transitions happen on the scheduler side (g0) except
 // waiting -> runnable, which the waker performs from anywhere (goready).
 enum class GStatus : std::uint8_t { idle, runnable, running, syscall, waiting, dead, preempted };
@@ -40,8 +42,14 @@ struct alignas(64) G : Closure {
   Stack stack;               // bound at first run (see core/README.md: lazy stacks)
   std::atomic<GStatus> status{GStatus::idle};
   WaitReason waitreason = WaitReason::none;
+  // Nonzero while the goroutine runs runtime code on its own stack (NoPreempt, preempt.hpp):
+  // the preemption signal must not stop it there. Per G, not per M, because a runtime call
+  // may park and finish on another M. Written only by the G itself; read by the signal
+  // handler on the same thread.
+  std::uint16_t locks = 0;
   std::int64_t goid = 0;
   G* waitlink = nullptr;   // wait queues of blocking primitives
+  M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
 };
 #if !NUGO_ASAN

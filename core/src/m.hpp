@@ -2,6 +2,7 @@
 // goroutines from there; every switch goes G -> g0 -> G, as in Go.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <thread>
 
@@ -35,7 +36,14 @@ struct alignas(64) M {
   void* waitlock = nullptr;
 
   std::uint64_t fastrand = 0;
-  void* altstack = nullptr;  // alternate signal stack for the stack-overflow handler
+  void* altstack = nullptr;  // alternate signal stack (stack overflow, preemption)
+
+  int tid = 0;                   // gettid(), the target of preemption signals
+  std::atomic<bool> signal_pending{false};  // a preemption signal is on its way (preemptM)
+  P* oldp = nullptr;             // the P this M left in a system call (entersyscall)
+  G* lockedg = nullptr;          // lock_os_thread: the G this M runs exclusively
+  std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
+  bool exiting = false;          // the M leaves after this G (a locked G exited)
 
   std::uint32_t rand() {  // wyrand
     fastrand += 0xa0761d6478bd642full;

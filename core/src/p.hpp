@@ -31,10 +31,20 @@ struct alignas(64) P {
   Domain* domain = nullptr;
   M* m = nullptr;         // the M it is attached to, if running
   P* link = nullptr;      // idle P list
-  std::uint32_t schedtick = 0;  // schedules that did not inherit a time slice
-  // Bounding inherited slices (findrunnable, inherited_slice_expired).
-  std::uint32_t slice_tick = ~0u;     // schedtick when slice_start_ns was taken
-  std::int64_t slice_start_ns = 0;
+  // Schedules that did not inherit a time slice, and system calls: written by the owner
+  // only (no read-modify-write), read by sysmon to see that a slice or a syscall goes on.
+  std::atomic<std::uint32_t> schedtick{0};
+  std::atomic<std::uint32_t> syscalltick{0};
+  // Set by sysmon when the current slice is over: the running G is to be preempted, and a G
+  // taken from runnext does not inherit the slice. Cleared when a new slice starts.
+  std::atomic<bool> preempt{false};
+  // What sysmon saw last (sysmon.cpp; only sysmon touches it).
+  struct SysmonTick {
+    std::uint32_t schedtick = 0;
+    std::int64_t schedwhen = 0;
+    std::uint32_t syscalltick = 0;
+    std::int64_t syscallwhen = 0;
+  } sysmontick;
 
   // The local run queue: a 256-slot ring with one producer (the owner) and CAS consumers
   // (the owner and thieves), plus runnext. See runq.cpp.

@@ -2,10 +2,12 @@
 // proc.go. Read core/README.md first; the protocol comments here assume it.
 //
 // Where each function runs:
-//   on a goroutine's stack:  newproc, gopark, goready, mcall, yield
+//   on a goroutine's stack:  newproc, gopark, goready, mcall, yield, entersyscall,
+//     exitsyscall, lock_os_thread (each under NoPreempt: the preemption signal leaves
+//     runtime code alone)
 //   on g0 (an M's thread stack, no goroutine):  everything named *_m, execute, findrunnable,
-//     steal_work, stopm, and mstart's loop
-//   anywhere (goroutine, g0, foreign thread):  goready, wakep, startm
+//     steal_work, stopm, stoplockedm, startlockedm, and the schedule loop
+//   anywhere (goroutine, g0, sysmon, foreign thread):  goready, wakep, startm, handoffp
 //
 // Worker parking and unparking (the part that must lose no wake-up), as in Go:
 //   A submitter makes a G runnable (runqput or globrunqput), then calls wakep(), which starts
@@ -18,14 +20,16 @@
 //   At most half of the busy Ps have a spinning M (2*nmspinning < gomaxprocs - npidle), so
 //   idle Ms do not burn CPU when there is little to steal.
 #include <pthread.h>
-#include <time.h>
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 #include "fatal.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
 #include "timer.hpp"
@@ -39,6 +43,10 @@ std::atomic<int> foreign_calls{0};
 thread_local bool starting_runtime = false;
 
 namespace {
+thread_local M* tls_m = nullptr;
+}  // namespace
+
+namespace {
 
 // Foreign threads (no M) may call go(), goready() and WaitGroup::done() while run() is
 // returning. A foreign call counts itself in before it reads the instance; run_main
@@ -47,7 +55,9 @@ namespace {
 Sched* enter_foreign() {
   foreign_calls.fetch_add(1, std::memory_order_seq_cst);
   Sched* s = foreign_sched.load(std::memory_order_seq_cst);
-  if (s && !starting_runtime)
+  // An M calling from inside nugo::syscall has no P and takes this path too, but it is no
+  // foreign thread: its G is accounted for (in a syscall), so deadlock detection stays on.
+  if (s && !starting_runtime && !tls_m)
     s->foreign_seen.store(true, std::memory_order_relaxed);
   else if (!s)
     foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
@@ -71,10 +81,9 @@ constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 constexpr int kStealTries = 4;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
-constexpr std::int64_t kTimeSliceNs = 10'000'000;  // Go's forcePreemptNS
 constexpr std::int64_t kDeadlockGraceNs = 50'000'000;
-
-thread_local M* tls_m = nullptr;
+// An idle M beyond gomaxprocs exits after this long without work (Go keeps them forever).
+constexpr std::int64_t kIdleMLifetimeNs = 1'000'000'000;
 
 // An mcall function runs on g0 after a goroutine switched away; it may return the G to run
 // next (with its time slice inherited or not), or nullptr to let findrunnable choose.
@@ -162,6 +171,7 @@ Next goexit0(M* m, G* gp);
   G* gp = static_cast<G*>(t.data);
   getm()->g0ctx = t.fctx;
   sanitizer_finish_switch(gp->san);
+  release_locks(gp);  // newproc took one: the switch in is over, user code may be preempted
   try {
     gp->invoke(gp);
   } catch (const std::exception& e) {
@@ -169,17 +179,22 @@ Next goexit0(M* m, G* gp);
   } catch (...) {
     panic_exit(gp, "unknown exception (not derived from std::exception)");
   }
+  acquire_locks(gp);
   mcall(goexit0);
   fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
 }
 
+// The switch itself is runtime code on the G's stack until jump_fcontext has moved to g0,
+// and again on the way back: not preemptible (G::locks).
 void mcall(McallFn fn) {
   M* m = getm();
   G* gp = m->curg;
+  acquire_locks(gp);
   sanitizer_start_switch(fn == goexit0 ? nullptr : &gp->san, m->g0san);
   transfer_t t = jump_fcontext(m->g0ctx, reinterpret_cast<void*>(fn));
   getm()->g0ctx = t.fctx;  // getm() again: we may be on another thread now
   sanitizer_finish_switch(gp->san);
+  release_locks(gp);
 }
 
 // Runs gp on the current M until it switches back, then finishes the switch on g0.
@@ -187,7 +202,10 @@ Next execute(M* m, G* gp, bool inherit_time) {
   P* pp = m->p;
   m->curg = gp;
   gp->status.store(GStatus::running, rlx);
-  if (!inherit_time) ++pp->schedtick;
+  if (!inherit_time) {  // a new time slice
+    pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
+    if (pp->preempt.load(rlx)) pp->preempt.store(false, rlx);
+  }
   if (!gp->ctx) {
     // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
     gp->stack = stackalloc(pp);
@@ -207,6 +225,14 @@ Next execute(M* m, G* gp, bool inherit_time) {
 
 Next goexit0(M* m, G* gp) {
   P* pp = m->p;
+  if (gp->lockedm) {
+    // Exited while locked to its thread: as in Go, the thread ends with it, since the G may
+    // have left it in a state no other goroutine should inherit.
+    gp->lockedm = nullptr;
+    m->lockedg = nullptr;
+    m->lockedcount = 0;
+    m->exiting = true;
+  }
   gp->status.store(GStatus::dead, rlx);
   gp->waitreason = WaitReason::none;
   sanitizer_forget_frames(gp->ctx, gp->stack.hi);
@@ -217,14 +243,16 @@ Next goexit0(M* m, G* gp) {
   return {};
 }
 
-// Go's gosched_m: gp goes to the tail of the global queue. If the local queue is empty,
-// findrunnable would lock the global queue next anyway to take a batch; doing both in one
-// critical section halves the cost of a yield and picks exactly the same G.
+// Go's gosched_m: gp goes to the tail of the global queue. If the local queue is empty and no
+// timer is pending, findrunnable would lock the global queue next anyway to take a batch;
+// doing both in one critical section halves the cost of a yield and picks exactly the same G.
+// (With a timer pending, findrunnable must run it first: a yield loop would starve it.)
+// Preemption (gopreempt_m in preempt.cpp) ends the same way.
 Next gosched_m(M* m, G* gp) {
   P* pp = m->p;
   Domain* d = pp->domain;
   gp->status.store(GStatus::runnable, rlx);
-  bool local_work = !runqempty(pp);
+  bool local_work = !runqempty(pp) || nexttimer(pp) != 0;
   d->lock.lock();
   globrunqput(d, gp);
   G* next = local_work ? nullptr : globrunqget(pp, 0);
@@ -267,27 +295,45 @@ M* mget(Domain* d) {
   return m;
 }
 
+// Starts an M on pp, reusing one whose thread exited (mexit) if there is one.
 void newm(Domain* d, P* pp, bool spinning) {
   sched->mlock.lock();
   if (sched->stopping.load(rlx)) {
     sched->mlock.unlock();
     return;
   }
-  if (static_cast<int>(sched->allm.size()) >= Sched::kMaxMCount)
+  if (sched->mcount.load(rlx) >= Sched::kMaxMCount)
     fatal("thread limit: %d OS threads exhausted", Sched::kMaxMCount);
-  auto* m = new M;
-  m->id = static_cast<int>(sched->allm.size());
+  M* m = nullptr;
+  if (!sched->freem.empty()) {
+    m = sched->freem.back();
+    sched->freem.pop_back();
+    m->thread.join();  // gone already, or finishing mstart's last lines
+  } else {
+    m = new M;
+    m->id = static_cast<int>(sched->allm.size());
+    m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
+    sched->allm.push_back(m);
+  }
   m->domain = d;
   m->nextp = pp;
   m->spinning = spinning;
-  m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
-  sched->allm.push_back(m);
+  m->exiting = false;
+  m->signal_pending.store(false, rlx);
   sched->mcount.fetch_add(1, std::memory_order_relaxed);
   try {
     m->thread = std::thread(mstart, m);
   } catch (const std::system_error& e) {
     fatal("newm: cannot create an OS thread: %s", e.what());
   }
+  sched->mlock.unlock();
+}
+
+// The calling M's thread is about to end: it no longer counts, and newm may reuse the M.
+void mexit(M* m) {
+  sched->mlock.lock();
+  sched->mcount.fetch_sub(1, std::memory_order_relaxed);
+  sched->freem.push_back(m);
   sched->mlock.unlock();
 }
 
@@ -303,26 +349,39 @@ bool mremove(Domain* d, M* m) {
   return false;
 }
 
-// Parks the M until startm hands it a P (returns true, with the P acquired). With a deadline
-// (the timer sleeper), also returns false when the deadline passes or addtimer wakes it for an
-// earlier timer; and false when the runtime stops. With may_watch, the M that makes every M
-// idle becomes the deadlock watcher (*watching): it sleeps through a grace period and returns
-// false, for the caller to run checkdead. Deciding that under the lock, right after mput, is
-// what makes exactly one of several Ms going idle together the last one (Go calls checkdead
-// from mput for the same reason).
-bool stopm(M* m, std::int64_t deadline_ns, bool may_watch, bool* watching) {
+// Why stopm returned.
+enum class Wake {
+  p,        // startm handed this M a P, now acquired
+  timeout,  // the timer sleeper's deadline passed, or addtimer woke it for an earlier timer
+  watch,    // this M was the deadlock watcher and its grace period is over: run checkdead
+  stop,     // the runtime is stopping
+  exit,     // an extra M idle for kIdleMLifetimeNs: off the idle list now, to exit
+};
+
+// Parks the M on the idle list until startm hands it a P. With a deadline, the M is the timer
+// sleeper. Without one, the M that makes every M idle becomes the deadlock watcher (if
+// may_watch): it sleeps through a grace period, for the caller to run checkdead. Deciding
+// that under the lock, right after mput, is what makes exactly one of several Ms going idle
+// together the last one (Go calls checkdead from mput for the same reason). Any other M
+// beyond gomaxprocs sleeps for kIdleMLifetimeNs at most, then leaves.
+Wake stopm(M* m, std::int64_t deadline_ns, bool may_watch) {
   Domain* d = m->domain;
-  *watching = false;
   d->lock.lock();
   if (sched->stopping.load(rlx)) {
     d->lock.unlock();
-    return false;
+    return Wake::stop;
   }
   mput(d, m);
-  if (may_watch && deadline_ns == 0 && d->nmidle == sched->mcount.load() &&
-      !sched->foreign_seen.load()) {
-    *watching = true;
-    deadline_ns = nanotime() + kDeadlockGraceNs;
+  Wake on_deadline = Wake::timeout;
+  if (deadline_ns == 0) {
+    int mcount = sched->mcount.load();
+    if (may_watch && d->nmidle + d->nmidlelocked == mcount && !sched->foreign_seen.load()) {
+      on_deadline = Wake::watch;
+      deadline_ns = nanotime() + kDeadlockGraceNs;
+    } else if (mcount > sched->gomaxprocs) {
+      on_deadline = Wake::exit;
+      deadline_ns = nanotime() + kIdleMLifetimeNs;
+    }
   }
   d->lock.unlock();
   for (;;) {
@@ -334,22 +393,26 @@ bool stopm(M* m, std::int64_t deadline_ns, bool may_watch, bool* watching) {
     if (m->nextp) {
       acquirep(m->nextp);
       m->nextp = nullptr;
-      return true;
+      return Wake::p;
     }
-    if (sched->stopping.load(rlx)) return false;
+    if (sched->stopping.load(rlx)) return Wake::stop;
     if (!deadline_ns) continue;  // a stale wake-up (Note wakeups merge); still idle-listed
+    if (on_deadline == Wake::exit && nanotime() < deadline_ns) continue;  // likewise
     d->lock.lock();
     bool listed = mremove(d, m);
     P* handed = listed ? nullptr : m->nextp;  // startm sets nextp under this lock
+    if (listed && on_deadline == Wake::exit && sched->mcount.load() <= sched->gomaxprocs) {
+      mput(d, m);  // others left first: this one stays, and sleeps until needed
+      listed = false;
+      deadline_ns = 0;
+    }
     d->lock.unlock();
-    if (listed) return false;
+    if (listed) return on_deadline;
     if (handed) {
       acquirep(handed);
       m->nextp = nullptr;
-      *watching = false;
-      return true;
+      return Wake::p;
     }
-    deadline_ns = 0;  // cannot happen (startm sets nextp before unlocking); sleep on
   }
 }
 
@@ -391,7 +454,7 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
 void checkdead(Domain* d) {
   if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
   d->lock.lock();
-  bool dead = d->nmidle + 1 == sched->mcount.load() && d->runqsize.load() == 0 &&
+  bool dead = d->nmidle + d->nmidlelocked + 1 == sched->mcount.load() && d->runqsize.load() == 0 &&
               !sched->foreign_seen.load();
   for (P* p : d->ps) dead = dead && nexttimer(p) == 0 && runqempty(p);
   if (!dead) {
@@ -434,21 +497,44 @@ P* check_runqs_nop(Domain* d) {
   return pp;
 }
 
-// A G taken from runnext inherits the time slice, so two goroutines readying each other could
-// keep the P forever. Go ends such a slice by preemption from sysmon after 10 ms; until nugo
-// has sysmon (issue 4), the slice ends at the first scheduling point after 10 ms. The clock
-// is CLOCK_MONOTONIC_COARSE (a memory read in the vDSO; a few ms of resolution is plenty for
-// a 10 ms slice), and a slice's start is taken at its first inherited run.
-bool inherited_slice_expired(P* pp) {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  std::int64_t now = ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;
-  if (pp->slice_tick != pp->schedtick) {
-    pp->slice_tick = pp->schedtick;
-    pp->slice_start_ns = now;
-    return false;
+// Sleeps without a P until the M has one (true), or until the runtime stops or the M is to
+// exit (false; m->exiting says which). While timers are pending, one M (the timer sleeper)
+// sleeps only until the earliest of them and then takes an idle P to run it; the others
+// sleep until startm.
+bool idle_until_p(M* m) {
+  Domain* d = m->domain;
+  for (bool may_sleep_for_timers = true;;) {
+    std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
+    bool sleeper = false;
+    if (next != 0) {
+      M* none = nullptr;
+      sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
+      if (sleeper) {
+        sched->timer_sleep_until.store(next, sc);
+        // Published; now catch a timer added before addtimer could see us.
+        std::int64_t again = earliest_timer(d);
+        if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
+      }
+    }
+    // With no timer pending, the M that makes every M idle watches for deadlock (stopm).
+    Wake w = stopm(m, sleeper ? next : 0, /*may_watch=*/next == 0);
+    if (w == Wake::watch) checkdead(d);
+    if (sleeper) {
+      sched->timer_sleep_until.store(INT64_MAX, sc);
+      sched->timer_sleeper.store(nullptr, sc);
+    }
+    if (w == Wake::p) return true;
+    if (w == Wake::exit) m->exiting = true;
+    if (w == Wake::stop || w == Wake::exit || sched->stopping.load(rlx)) return false;
+    d->lock.lock();
+    P* idle = pidleget(d);
+    d->lock.unlock();
+    if (idle) {
+      acquirep(idle);
+      return true;
+    }
+    may_sleep_for_timers = false;  // every P is running, and each runs its own timers
   }
-  return now - pp->slice_start_ns >= kTimeSliceNs;
 }
 
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
@@ -457,6 +543,7 @@ G* findrunnable(M* m, bool* inherit_time) {
   *inherit_time = false;
 top:
   if (sched->stopping.load(rlx)) return nullptr;
+  if (!m->p && !idle_until_p(m)) return nullptr;  // e.g. after exitsyscall's slow path
   P* pp = m->p;
   Domain* d = pp->domain;
   std::int64_t now = 0;
@@ -464,20 +551,23 @@ top:
 
   // Fairness: two goroutines readying each other through runnext would otherwise keep the
   // global queue waiting forever.
-  if (pp->schedtick % kGlobalQueueTick == 0 && d->runqsize.load(rlx) > 0) {
+  if (pp->schedtick.load(rlx) % kGlobalQueueTick == 0 && d->runqsize.load(rlx) > 0) {
     d->lock.lock();
     G* gp = globrunqget(pp, 1);
     d->lock.unlock();
     if (gp) return gp;
   }
   if (auto [gp, inherit] = runqget(pp); gp) {
-    if (inherit && inherited_slice_expired(pp)) {
-      // As if preempted: to the global queue, and a new slice for whatever runs next.
+    if (inherit && pp->preempt.load(rlx)) {
+      // A G taken from runnext inherits the time slice, so two goroutines readying each
+      // other could keep the P forever. Once sysmon has ended the slice, the one due next is
+      // treated as preempted: to the global queue, and a new slice for whatever runs next.
       gp->status.store(GStatus::runnable, rlx);
       d->lock.lock();
       globrunqput(d, gp);
       d->lock.unlock();
-      ++pp->schedtick;
+      pp->preempt.store(false, rlx);
+      pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
       goto top;
     }
     *inherit_time = inherit;
@@ -522,40 +612,8 @@ top:
     }
   }
 
-  // Sleep without a P. While timers are pending, one M (the timer sleeper) sleeps only until
-  // the earliest of them and then takes an idle P to run it; the others sleep until startm.
-  for (bool may_sleep_for_timers = true;;) {
-    std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
-    bool sleeper = false;
-    if (next != 0) {
-      M* none = nullptr;
-      sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
-      if (sleeper) {
-        sched->timer_sleep_until.store(next, sc);
-        // Published; now catch a timer added before addtimer could see us.
-        std::int64_t again = earliest_timer(d);
-        if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
-      }
-    }
-    // With no timer pending, the M that makes every M idle watches for deadlock (stopm).
-    bool watching = false;
-    bool got_p = stopm(m, sleeper ? next : 0, /*may_watch=*/next == 0, &watching);
-    if (!got_p && watching) checkdead(d);
-    if (sleeper) {
-      sched->timer_sleep_until.store(INT64_MAX, sc);
-      sched->timer_sleeper.store(nullptr, sc);
-    }
-    if (got_p) goto top;
-    if (sched->stopping.load(rlx)) return nullptr;
-    d->lock.lock();
-    P* idle = pidleget(d);
-    d->lock.unlock();
-    if (idle) {
-      acquirep(idle);
-      goto top;
-    }
-    may_sleep_for_timers = false;  // every P is running, and each runs its own timers
-  }
+  if (!idle_until_p(m)) return nullptr;
+  goto top;
 }
 
 void install_sigaltstack(M* m) { m->altstack = signals::install_altstack(); }
@@ -588,22 +646,80 @@ G* getg() {
 
 // ---- Ms and Ps ----
 
+namespace {
+
+// gp is locked to another M: hand that M our P, and go idle (Go's startlockedm).
+void startlockedm(M* m, G* gp) {
+  M* mp = gp->lockedm;
+  if (mp == m || mp->lockedg != gp) fatal("startlockedm: inconsistent locked M");
+  mp->nextp = releasep();
+  mp->park.wakeup();
+}
+
+// This M is locked to a G that is not running: give the P away and sleep until
+// startlockedm hands one back to run that G (Go's stoplockedm). False: the runtime stops.
+bool stoplockedm(M* m) {
+  Domain* d = m->domain;
+  if (m->p) handoffp(releasep());
+  d->lock.lock();
+  ++d->nmidlelocked;
+  d->lock.unlock();
+  for (;;) {
+    m->park.sleep();
+    m->park.clear();
+    if (m->nextp || sched->stopping.load(rlx)) break;
+  }
+  d->lock.lock();
+  --d->nmidlelocked;
+  d->lock.unlock();
+  if (!m->nextp) return false;
+  acquirep(m->nextp);
+  m->nextp = nullptr;
+  return true;
+}
+
+// Go's schedule(), as a loop: find a G, run it, repeat. An mcall function may name the G to
+// run next (park_m's change of mind, gosched_m's batch from the global queue).
+void schedule(M* m) {
+  for (Next next; !sched->stopping.load(rlx);) {
+    if (m->lockedg) {  // this M runs its locked G and nothing else
+      if (next.gp != m->lockedg) {
+        if (next.gp) runqput(m->p, next.gp, false);
+        if (!stoplockedm(m)) return;
+        next = {m->lockedg, false};
+      }
+    } else if (!next.gp) {
+      next.gp = findrunnable(m, &next.inherit_time);
+      if (!next.gp) return;
+      if (m->spinning) resetspinning(m);
+    }
+    if (next.gp->lockedm && next.gp->lockedm != m) {
+      startlockedm(m, next.gp);
+      next = {};
+      continue;  // findrunnable sleeps without a P until one is handed back
+    }
+    next = execute(m, next.gp, next.inherit_time);
+    if (m->exiting) {  // its locked G exited
+      if (next.gp) runqput(m->p, next.gp, false);
+      handoffp(releasep());
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 void mstart(M* m) {
   tls_m = m;
+  m->tid = static_cast<int>(gettid());
   install_sigaltstack(m);
   record_g0_stack(m);
   if (m->nextp) {
     acquirep(m->nextp);
     m->nextp = nullptr;
   }
-  for (Next next; !sched->stopping.load(rlx);) {
-    if (!next.gp) {
-      next.gp = findrunnable(m, &next.inherit_time);
-      if (!next.gp) break;
-      if (m->spinning) resetspinning(m);
-    }
-    next = execute(m, next.gp, next.inherit_time);
-  }
+  schedule(m);
+  if (m->exiting) mexit(m);  // else the runtime stops, and run() joins the thread
   signals::remove_altstack(m->altstack);
   tls_m = nullptr;
 }
@@ -614,6 +730,9 @@ void acquirep(P* pp) {
   m->p = pp;
   pp->m = m;
   pp->status.store(PStatus::running, rlx);
+  // A P starts running: sysmon, asleep while every P was idle, has work again.
+  if (sched->sysmonwait.load(std::memory_order_acquire) && sched->sysmonwait.exchange(false))
+    sched->sysmon_note.wakeup();
 }
 
 P* releasep() {
@@ -676,10 +795,37 @@ void wakep() {
   startm(nullptr, true);
 }
 
+// pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M
+// in a syscall (sysmon's retake, entersyscallblock), an exiting M. Start an M on it if
+// there is work for it, else put it on the idle list (Go's handoffp).
+void handoffp(P* pp) {
+  Domain* d = pp->domain;
+  if (!runqempty(pp) || d->runqsize.load(sc) > 0 || nexttimer(pp) != 0) {
+    startm(pp, false);  // its timers need an M too: the timer sleeper may not know of them
+    return;
+  }
+  // Nobody spinning or idle to pick up work that appears next: become the spinner.
+  std::int32_t zero = 0;
+  if (d->nmspinning.load(sc) + d->npidle.load(sc) == 0 &&
+      d->nmspinning.compare_exchange_strong(zero, 1, sc)) {
+    startm(pp, true);
+    return;
+  }
+  d->lock.lock();
+  if (d->runqsize.load(rlx) > 0) {
+    d->lock.unlock();
+    startm(pp, false);
+    return;
+  }
+  pidleput(pp);
+  d->lock.unlock();
+}
+
 // ---- goroutine lifecycle ----
 
 // A G from the free lists, else a never-used one from the current chunk.
 Closure* newg() {
+  NoPreempt np;
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     if (G* gp = gfget(pp)) return gp;
@@ -710,6 +856,7 @@ Closure* newg() {
 }
 
 void freeg_unstarted(Closure* c) {
+  NoPreempt np;
   G* gp = static_cast<G*>(c);
   gp->status.store(GStatus::dead, rlx);
   sched->glock.lock();
@@ -719,10 +866,12 @@ void freeg_unstarted(Closure* c) {
 }
 
 void newproc(Closure* c) {
+  NoPreempt np;
   G* gp = static_cast<G*>(c);
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   gp->status.store(GStatus::runnable, rlx);
+  gp->locks = 1;  // until gentry has finished switching in
   if (pp) {
     gp->goid = next_goid(pp);
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
@@ -742,6 +891,9 @@ void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
   M* m = getm();
   G* gp = m->curg;
   if (!gp) fatal("gopark: not on a goroutine");
+  if (!m->p)
+    fatal("goroutine %lld blocked inside nugo::syscall (%s); a syscall body must not use "
+          "channels, sync or sleep", static_cast<long long>(gp->goid), to_string(reason));
   gp->waitreason = reason;
   m->waitunlockf = unlockf;
   m->waitlock = lock;
@@ -765,6 +917,7 @@ void ready_status(G* gp) {
 }  // namespace
 
 void goready(G* gp) {
+  NoPreempt np;
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
@@ -782,6 +935,100 @@ void goready(G* gp) {
 }
 
 void gosched() { mcall(gosched_m); }
+void gopreempt() { mcall(gosched_m); }  // Go's gopreempt_m is goschedImpl too
+
+// ---- system calls (Go's entersyscall, exitsyscall, entersyscallblock) ----
+//
+// A G in a syscall keeps its M, and the M leaves its P in state `syscall`: nobody runs the
+// P, but it stays reserved for the M's return. Whoever moves the P out of that state first
+// owns it: exitsyscall (the fast path, the common case for a short call) or sysmon's retake,
+// which hands it to another M once the call has lasted a sysmon tick and there is work.
+
+void entersyscall(bool block) {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  P* pp = m->p;
+  if (!pp) fatal("entersyscall: no P (nested nugo::syscall?)");
+  gp->status.store(GStatus::syscall, rlx);
+  pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
+  m->oldp = pp;
+  m->p = nullptr;
+  std::atomic_ref<M*>(pp->m).store(nullptr, rlx);
+  if (!block) {
+    pp->status.store(PStatus::syscall, std::memory_order_release);
+    return;
+  }
+  // Known to block: hand the P off at once (the M will not be back soon).
+  m->oldp = nullptr;
+  pp->status.store(PStatus::idle, std::memory_order_release);
+  handoffp(pp);
+}
+
+namespace {
+
+// The slow path, on g0: no P to be had. Queue gp globally and park the M (Go's exitsyscall0).
+Next exitsyscall0(M* m, G* gp) {
+  Domain* d = m->domain;
+  gp->status.store(GStatus::runnable, rlx);
+  d->lock.lock();
+  P* pp = pidleget(d);
+  if (!pp) globrunqput(d, gp);
+  d->lock.unlock();
+  if (pp) {
+    acquirep(pp);
+    return {gp, false};
+  }
+  return {};  // findrunnable sleeps without a P until startm hands it one
+}
+
+}  // namespace
+
+void exitsyscall() {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  P* oldp = m->oldp;
+  m->oldp = nullptr;
+  PStatus expected = PStatus::syscall;
+  if (oldp && oldp->status.compare_exchange_strong(expected, PStatus::idle, std::memory_order_acquire)) {
+    acquirep(oldp);  // fast path: nobody took it
+  } else {
+    Domain* d = m->domain;
+    d->lock.lock();
+    P* pp = d->npidle.load(rlx) > 0 ? pidleget(d) : nullptr;
+    d->lock.unlock();
+    if (!pp) {
+      mcall(exitsyscall0);  // returns on whichever M runs gp again, status set by execute
+      return;
+    }
+    acquirep(pp);
+  }
+  P* pp = getm()->p;
+  pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
+  gp->status.store(GStatus::running, rlx);
+}
+
+// ---- lock_os_thread ----
+
+void lock_os_thread() {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  if (m->lockedcount == UINT32_MAX) fatal("lock_os_thread: nested too deeply");
+  ++m->lockedcount;
+  m->lockedg = gp;
+  gp->lockedm = m;
+}
+
+void unlock_os_thread() {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  if (m->lockedcount == 0 || --m->lockedcount > 0) return;
+  m->lockedg = nullptr;
+  gp->lockedm = nullptr;
+}
 void goyield() { mcall(goyield_m); }
 
 // ---- StealOrder ----
@@ -837,6 +1084,16 @@ void yield() {
     detail::gosched();
   else
     sched_yield();
+}
+
+void lock_os_thread() {
+  if (!detail::getg()) throw std::logic_error("nugo::lock_os_thread: not called from a goroutine");
+  detail::lock_os_thread();
+}
+
+void unlock_os_thread() {
+  if (!detail::getg()) throw std::logic_error("nugo::unlock_os_thread: not called from a goroutine");
+  detail::unlock_os_thread();
 }
 
 std::int64_t this_g::id() {

@@ -1,12 +1,13 @@
 // A runtime instance: created by run(), destroyed when its main goroutine returns.
 //
-// Start: build Ps (all idle) and one domain, queue the main goroutine globally and wakep(),
-// which starts the first M exactly as it would start any other. Stop: when main returns,
-// `stopping` is set, idle Ms are woken, every M leaves its scheduling loop the next time it
-// is on g0, and run() joins them. Goroutines still alive are abandoned as Go abandons them at
-// exit: never resumed; their closures are destroyed and their stacks unmapped. A goroutine
-// that never returns to the scheduler (a loop without yield, before preemption exists) keeps
-// its M busy and run() waits for it.
+// Start: build Ps (all idle) and one domain, start sysmon, queue the main goroutine globally
+// and wakep(), which starts the first M exactly as it would start any other. Stop: when main
+// returns, `stopping` is set, every M is woken, sysmon preempts whatever still runs, every M
+// leaves its scheduling loop the next time it is on g0, and run() joins them, then sysmon.
+// Goroutines still alive are abandoned as Go abandons them at exit: never resumed; their
+// closures are destroyed and their stacks unmapped. Two things can still hold run() up: a
+// goroutine inside nugo::syscall (its M returns when the call does) and, with
+// asyncpreemptoff=1, a goroutine in a loop without scheduling points.
 #include <sched.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 #include "fatal.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
 
@@ -101,6 +103,8 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
   sched = new Sched(cfg, std::move(topology));
+  preempt::init(cfg);
+  sched->sysmon = std::thread(sysmon_main);
   foreign_sched.store(sched, std::memory_order_seq_cst);
 
   struct Main { void (*body)(void*); void* arg; } main{body, arg};
@@ -116,17 +120,15 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->main_done.sleep();
 
   sched->stopping.store(true, std::memory_order_seq_cst);
+  sched->sysmon_note.wakeup();  // from now on it preempts every running G, to end the Ms
   for (auto& d : sched->domains) {
     d->lock.lock();
-    M* idle = d->midle;
     d->midle = nullptr;
     d->lock.unlock();
-    for (M* m = idle; m;) {
-      M* next = m->schedlink;
-      m->park.wakeup();
-      m = next;
-    }
   }
+  sched->mlock.lock();
+  for (M* m : sched->allm) m->park.wakeup();  // idle, locked-idle, exiting: all look again
+  sched->mlock.unlock();
   // newm refuses once stopping is set, so allm stops growing; join what it has.
   for (std::size_t joined = 0;;) {
     sched->mlock.lock();
@@ -134,9 +136,12 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     M* m = joined < n ? sched->allm[joined] : nullptr;
     sched->mlock.unlock();
     if (!m) break;
-    m->thread.join();
+    if (m->thread.joinable()) m->thread.join();
     ++joined;
   }
+  sched->sysmon_exit.store(true, std::memory_order_seq_cst);
+  sched->sysmon_note.wakeup();
+  sched->sysmon.join();
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
   delete sched;

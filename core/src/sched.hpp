@@ -9,6 +9,7 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "futex.hpp"
@@ -51,6 +52,7 @@ struct Domain {
   P* pidle = nullptr;
   M* midle = nullptr;
   int nmidle = 0;
+  int nmidlelocked = 0;  // Ms parked until their locked G is runnable (stoplockedm)
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
@@ -68,9 +70,10 @@ struct Sched {
   std::vector<std::unique_ptr<Domain>> domains;
   std::vector<std::unique_ptr<P>> allp;
 
-  Lock mlock;  // allm
-  std::vector<M*> allm;
-  std::atomic<int> mcount{0};  // allm.size(), readable without mlock
+  Lock mlock;  // allm, freem
+  std::vector<M*> allm;   // every M ever made; an M that exited stays here (and on freem)
+  std::vector<M*> freem;  // Ms whose thread exited, for newm to reuse
+  std::atomic<int> mcount{0};  // Ms with a live thread, readable without mlock
   static constexpr int kMaxMCount = 10000;  // Go's sched.maxmcount
 
   Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
@@ -96,6 +99,14 @@ struct Sched {
   std::atomic<bool> stopping{false};
   Note main_done;  // the caller of run() sleeps here
 
+  // sysmon (sysmon.cpp): its thread, and its deep sleep while every P is idle. acquirep
+  // wakes it when sysmonwait is set.
+  std::thread sysmon;
+  std::atomic<bool> sysmon_exit{false};  // set once every M has been joined
+  std::atomic<bool> sysmonwait{false};
+  Note sysmon_note;
+  std::int64_t timeslice_ns = 0;  // cfg.timeslice
+
   G* new_gchunk();  // glock held
 };
 
@@ -118,6 +129,7 @@ void acquirep(P* pp);
 P* releasep();
 void pidleput(P* pp);  // domain lock held
 P* pidleget(Domain* d);  // domain lock held
+void handoffp(P* pp);
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
 // gopark's unlock function for a spin lock (futex.hpp) guarding a wait list.
 inline bool park_unlock_spin(G*, void* lock) {
@@ -134,5 +146,14 @@ void gosched();
 void note_foreign_thread();
 // Go's goyield: like gosched, but to the tail of the local run queue.
 void goyield();
+// Go's gopreempt_m, from the running G: to the global run queue (preempt.cpp).
+void gopreempt();
+void entersyscall(bool block);
+void exitsyscall();
+void lock_os_thread();
+void unlock_os_thread();
+
+// sysmon.cpp
+void sysmon_main();
 
 }  // namespace nugo::detail

@@ -11,6 +11,7 @@
 
 #include "fatal.hpp"
 #include "nugo/sync.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
 
@@ -63,6 +64,7 @@ void do_spin() {
 }  // namespace
 
 bool Sema::try_acquire() {
+  detail::NoPreempt np;
   // seq_cst: the waiter's half of the nwait_/count_ store-then-load handshake with release().
   std::uint32_t v = count_.load(std::memory_order_seq_cst);
   while (v > 0)
@@ -71,6 +73,7 @@ bool Sema::try_acquire() {
 }
 
 void Sema::acquire(bool lifo, int wait_reason) {
+  detail::NoPreempt np;
   if (try_acquire()) return;
   if (!getg()) {  // a plain thread: nothing to park, so wait politely
     note_foreign_thread();
@@ -95,6 +98,7 @@ void Sema::acquire(bool lifo, int wait_reason) {
 }
 
 void Sema::release(bool handoff) {
+  detail::NoPreempt np;
   note_foreign_thread();
   count_.fetch_add(1, std::memory_order_seq_cst);
   if (nwait_.load(std::memory_order_seq_cst) == 0) return;
@@ -122,6 +126,7 @@ constexpr std::int64_t kStarvationThresholdNs = 1'000'000;
 }
 
 void Mutex::lock_slow() {
+  detail::NoPreempt np;
   std::int64_t wait_start = 0;
   bool starving = false, awoke = false;
   int iter = 0;
@@ -168,6 +173,7 @@ void Mutex::lock_slow() {
 }
 
 void Mutex::unlock_slow(std::int32_t now) {
+  detail::NoPreempt np;
   if (!((now + kLocked) & kLocked)) detail::fatal("sync: unlock of unlocked mutex");
   if (now & kStarving) {
     sema_.release(true);  // hand ownership to the next waiter
@@ -188,11 +194,13 @@ void Mutex::unlock_slow(std::int32_t now) {
 // ---- RWMutex ----
 
 void RWMutex::lock_shared() {
+  detail::NoPreempt np;
   if (reader_count_.fetch_add(1, std::memory_order_acquire) + 1 < 0)
     reader_sem_.acquire(false, static_cast<int>(detail::WaitReason::rwmutex_read));
 }
 
 void RWMutex::unlock_shared() {
+  detail::NoPreempt np;
   std::int32_t r = reader_count_.fetch_sub(1, std::memory_order_release) - 1;
   if (r >= 0) return;
   if (r + 1 == 0 || r + 1 == -kMaxReaders) detail::fatal("sync: RUnlock of unlocked RWMutex");
@@ -200,6 +208,7 @@ void RWMutex::unlock_shared() {
 }
 
 void RWMutex::lock() {
+  detail::NoPreempt np;
   w_.lock();
   // Announce the writer; r is the number of readers still inside.
   std::int32_t r = reader_count_.fetch_sub(kMaxReaders, std::memory_order_acq_rel);
@@ -208,6 +217,7 @@ void RWMutex::lock() {
 }
 
 void RWMutex::unlock() {
+  detail::NoPreempt np;
   std::int32_t r = reader_count_.fetch_add(kMaxReaders, std::memory_order_release) + kMaxReaders;
   if (r >= kMaxReaders) detail::fatal("sync: Unlock of unlocked RWMutex");
   for (std::int32_t i = 0; i < r; ++i) reader_sem_.release(false);
@@ -224,6 +234,7 @@ void Cond::require_goroutine() {
 std::uint32_t Cond::add_waiter() { return wait_.fetch_add(1, std::memory_order_acq_rel); }
 
 void Cond::wait_ticket(std::uint32_t ticket) {
+  detail::NoPreempt np;
   detail::spin_lock(lock_);
   if (static_cast<std::int32_t>(ticket - notify_.load(std::memory_order_relaxed)) < 0) {  // notified
     detail::spin_unlock(lock_);
@@ -237,6 +248,7 @@ void Cond::wait_ticket(std::uint32_t ticket) {
 }
 
 void Cond::signal() {
+  detail::NoPreempt np;
   if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
   detail::spin_lock(lock_);
   std::uint32_t t = notify_.load(std::memory_order_relaxed);
@@ -260,6 +272,7 @@ void Cond::signal() {
 }
 
 void Cond::broadcast() {
+  detail::NoPreempt np;
   if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
   detail::spin_lock(lock_);
   notify_.store(wait_.load(std::memory_order_relaxed), std::memory_order_release);

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "nugo/time.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
 
@@ -24,6 +25,7 @@ std::int64_t to_ns(Clock::time_point t) {
 // switched away (in gopark's unlock function), so its firing cannot ready a goroutine that is
 // still running.
 void sleep_until_ns(std::int64_t when) {
+  NoPreempt np;
   if (!getg()) {
     std::this_thread::sleep_until(to_time_point(when));
     return;
@@ -88,6 +90,7 @@ void lock_idle(ChanTimer* ct) {
 }  // namespace
 
 ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, std::int64_t period) {
+  NoPreempt np;
   auto* ct = new ChanTimer(c);
   ct->period = period;
   ct->t.when = when;
@@ -99,6 +102,7 @@ ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, s
 }
 
 bool stop_chan_timer(ChanTimer* ct) {
+  NoPreempt np;
   lock_idle(ct);
   ct->stopped = true;
   bool was_pending = deltimer(&ct->t);
@@ -108,6 +112,7 @@ bool stop_chan_timer(ChanTimer* ct) {
 }
 
 bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
+  NoPreempt np;
   lock_idle(ct);
   bool was_pending = deltimer(&ct->t);
   if (!was_pending) ct->refs.fetch_add(1, std::memory_order_relaxed);  // a new heap reference
@@ -120,6 +125,7 @@ bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
 }
 
 void release_chan_timer(ChanTimer* ct) {
+  NoPreempt np;
   if (ct->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete ct;
 }
 

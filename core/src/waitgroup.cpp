@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "fatal.hpp"
+#include "preempt.hpp"
 #include "sched.hpp"
 
 namespace nugo {
@@ -20,6 +21,7 @@ using detail::spin_lock;
 using detail::spin_unlock;
 
 void WaitGroup::add(std::int64_t delta) {
+  detail::NoPreempt np;
   detail::note_foreign_thread();
   std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
   std::uint64_t state = state_.fetch_add(d, std::memory_order_acq_rel) + d;
@@ -50,6 +52,7 @@ void WaitGroup::add(std::int64_t delta) {
 }
 
 void WaitGroup::wait() {
+  detail::NoPreempt np;
   if (!detail::getg()) throw std::logic_error("nugo::WaitGroup::wait: not called from a goroutine");
   std::uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
@@ -65,11 +68,13 @@ void WaitGroup::wait() {
 // A waker is releasing waiters (counter zero, waiters still counted): let it finish with
 // *this before we return. It holds no lock the waiters need, so this is a short spin.
 void WaitGroup::wait_release_done() {
+  detail::NoPreempt np;
   while (static_cast<std::uint32_t>(state_.load(std::memory_order_acquire)) != 0)
     __builtin_ia32_pause();
 }
 
 void WaitGroup::sema_acquire() {
+  detail::NoPreempt np;
   spin_lock(lock_);
   if (tokens_ > 0) {
     --tokens_;

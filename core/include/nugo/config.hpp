@@ -1,6 +1,9 @@
 // nugo::Config: what a runtime instance is started with.
 #pragma once
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -32,8 +35,23 @@ struct Config {
   // such programs. Env: NUGO_DEBUG=deadlock=0.
   bool detect_deadlock = true;
 
-  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY and NUGO_DEBUG (comma-separated key=value, as
-  // GODEBUG: deadlock=0|1); throws ConfigError naming the variable.
+  // How long a goroutine may run before sysmon preempts it (Go's forcePreemptNS, 10 ms).
+  // Env: NUGO_TIMESLICE ("10ms", "1ms", "200us", "500000ns"), from 20us to 10s.
+  static constexpr std::chrono::nanoseconds kMinTimeslice{20'000};  // one sysmon tick
+  static constexpr std::chrono::nanoseconds kMaxTimeslice{10'000'000'000};
+  std::chrono::nanoseconds timeslice{10'000'000};
+  // Signal-based asynchronous preemption (a goroutine in a loop without calls is stopped at
+  // the end of its slice). Off: slices end only at scheduling points and preempt_point().
+  // Env: NUGO_DEBUG=asyncpreemptoff=1, as Go's GODEBUG.
+  bool async_preempt = true;
+  // The signal sysmon sends to preempt (Go uses SIGURG). A handler installed for it before
+  // run() is still called for every delivery. Env: NUGO_PREEMPT_SIGNAL ("SIGURG", "URG",
+  // "SIGUSR2", a number); SIGSEGV, SIGBUS, SIGKILL, SIGSTOP and the like are refused.
+  int preempt_signal = SIGURG;
+
+  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and
+  // NUGO_DEBUG (comma-separated key=value, as GODEBUG: deadlock=0|1, asyncpreemptoff=0|1);
+  // throws ConfigError naming the variable.
   static Config from_env();
   // Throws ConfigError if a field is out of range.
   void validate() const;

@@ -6,5 +6,6 @@
 #include "nugo/topology.hpp"
 #include "nugo/chan.hpp"
 #include "nugo/sync.hpp"
+#include "nugo/syscall.hpp"
 #include "nugo/time.hpp"
 #include "nugo/waitgroup.hpp"

@@ -132,6 +132,20 @@ void go(F&& f) {
 // From a thread that is not a goroutine it yields the OS thread.
 void yield();
 
+// A cheap cooperative preemption check (Go's function-prologue check): yields, as a
+// preemption would, if sysmon has ended the caller's time slice. For loops that spend their
+// time inside libraries, where the preemption signal leaves a goroutine alone (core/README.md,
+// "Asynchronous preemption"). Outside goroutines it does nothing.
+void preempt_point();
+
+// Go's runtime.LockOSThread / UnlockOSThread: wires the calling goroutine to its current OS
+// thread. Until as many unlock calls as lock calls, the goroutine runs only on this thread
+// and the thread runs nothing else; when the goroutine blocks, the thread hands its P to
+// another. A goroutine that exits while locked takes its thread with it, as in Go.
+// Throws std::logic_error outside a goroutine.
+void lock_os_thread();
+void unlock_os_thread();
+
 // The number of Ps of the running runtime (Go's runtime.GOMAXPROCS(0)), or 0 if none runs.
 inline int gomaxprocs() { return detail::gomaxprocs(); }
 

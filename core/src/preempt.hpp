@@ -1,0 +1,56 @@
+// Asynchronous preemption (preempt.cpp, preempt_amd64.S) and what keeps it out of the
+// runtime: G::locks, raised by NoPreempt around runtime code that runs on a goroutine's stack.
+#pragma once
+
+#include <atomic>
+
+#include "g.hpp"
+#include "nugo/config.hpp"
+
+namespace nugo::detail {
+
+G* getg();
+
+inline void acquire_locks(G* gp) {
+  ++gp->locks;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // raised before what it protects
+}
+
+inline void release_locks(G* gp) {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --gp->locks;
+}
+
+// Runtime code on a goroutine's stack holds locks, caches its M and P, and edits run queues:
+// stopped there and resumed on another M, it would corrupt them. Every runtime entry point
+// that goroutines call opens a NoPreempt scope; the signal handler then leaves the G alone
+// and sysmon tries again a tick later. (Go gets the same from its compiler: the runtime has
+// no async safe points.) The count lives in the G, so a scope that parks and resumes on
+// another M still closes correctly. On threads that are not running a goroutine it does
+// nothing.
+class NoPreempt {
+ public:
+  NoPreempt() : gp_(getg()) {
+    if (gp_) acquire_locks(gp_);
+  }
+  ~NoPreempt() {
+    if (gp_) release_locks(gp_);
+  }
+  NoPreempt(const NoPreempt&) = delete;
+  NoPreempt& operator=(const NoPreempt&) = delete;
+
+ private:
+  G* gp_;
+};
+
+namespace preempt {
+
+// Per run(): finds the text ranges where a goroutine must not be stopped, sizes the XSAVE
+// area, and installs the handler for cfg.preempt_signal (chaining any earlier handler).
+void init(const Config& cfg);
+// Sends the preemption signal to the thread of m (at most one pending). sysmon only.
+void signal_m(M* m);
+
+}  // namespace preempt
+
+}  // namespace nugo::detail

@@ -1,0 +1,143 @@
+// sysmon: the runtime's monitor thread, after Go's (proc.go: sysmon, retake, preemptone).
+//
+// A plain thread: no M, no P, never runs goroutines, so it keeps watching when every M is
+// busy. Each cycle it looks at every P that is running or in a system call:
+//   - a P whose schedtick has not moved for a whole time slice runs one G too long: its slice
+//     is ended (pp->preempt) and its M signalled (preempt.cpp);
+//   - a P whose M has been in the same system call for a whole cycle is taken back (CAS
+//     syscall -> idle) and handed to another M (handoffp), unless there is nothing for it
+//     to do and someone is already spinning or idle to pick up new work, and the call is
+//     younger than 10 ms.
+//
+// Sleep between cycles: 20 us, doubled after 50 cycles without a retake up to 10 ms, as in
+// Go; but while any P is running, never longer than a tenth of the time slice. That cap is
+// the departure that beats Go's effective preemption delay: Go's sysmon backs off to 10 ms
+// beside a CPU hog and so preempts it about 20 ms after its slice began; ours sees a slice
+// start within a tenth of a slice and ends it on time. When every P is idle, sysmon sleeps
+// until acquirep wakes it (sysmonwait).
+#include <sys/prctl.h>
+
+#include <algorithm>
+
+#include "preempt.hpp"
+#include "sched.hpp"
+#include "timer.hpp"
+
+namespace nugo::detail {
+namespace {
+
+constexpr std::int64_t kMinDelayNs = 20'000;        // Go: 20 us
+constexpr std::int64_t kMaxDelayNs = 10'000'000;    // Go: 10 ms
+constexpr int kIdleCyclesBeforeBackoff = 50;        // Go: 50
+constexpr std::int64_t kSyscallGraceNs = 10'000'000;  // Go: a syscall younger than 10 ms
+
+// Go's preemptone: end pp's slice. Its M is signalled only while it runs a G (not in a
+// syscall, where nothing needs stopping).
+void preemptone(P* pp) {
+  pp->preempt.store(true, std::memory_order_relaxed);
+  if (pp->status.load(std::memory_order_relaxed) != PStatus::running) return;
+  // Racy by design, as in Go: the M may be switching Gs or giving the P up. A signal that
+  // arrives late finds no safe point or no preempt flag and does nothing; M structures are
+  // never freed while the runtime runs.
+  if (M* mp = std::atomic_ref<M*>(pp->m).load(std::memory_order_relaxed)) preempt::signal_m(mp);
+}
+
+// Go's retake. `seen` is when sysmon last looked (the earliest a slice it sees for the first
+// time can have started). Returns how many Ps it took back from system calls.
+int retake(std::int64_t now, std::int64_t seen) {
+  const std::int64_t slice = sched->timeslice_ns;
+  int n = 0;
+  for (auto& owned : sched->allp) {
+    P* pp = owned.get();
+    PStatus s = pp->status.load(std::memory_order_acquire);
+    if (s != PStatus::running && s != PStatus::syscall) continue;
+    P::SysmonTick& pd = pp->sysmontick;
+    bool sysretake = false;
+    std::uint32_t t = pp->schedtick.load(std::memory_order_relaxed);
+    if (pd.schedtick != t) {
+      pd.schedtick = t;
+      pd.schedwhen = seen;
+    } else if (now - pd.schedwhen >= slice) {
+      preemptone(pp);
+      sysretake = true;
+    }
+    if (s != PStatus::syscall) continue;
+    std::uint32_t st = pp->syscalltick.load(std::memory_order_relaxed);
+    if (!sysretake && pd.syscalltick != st) {
+      pd.syscalltick = st;
+      pd.syscallwhen = now;
+      continue;
+    }
+    Domain* d = pp->domain;
+    if (runqempty(pp) && d->nmspinning.load() + d->npidle.load() > 0 &&
+        pd.syscallwhen + kSyscallGraceNs > now)
+      continue;
+    PStatus expected = PStatus::syscall;
+    if (pp->status.compare_exchange_strong(expected, PStatus::idle, std::memory_order_acq_rel)) {
+      handoffp(pp);
+      ++n;
+    }
+  }
+  return n;
+}
+
+bool every_p_idle() {
+  for (auto& d : sched->domains)
+    if (d->npidle.load() != static_cast<int>(d->ps.size())) return false;
+  return true;
+}
+
+}  // namespace
+
+void sysmon_main() {
+  prctl(PR_SET_NAME, "nugo-sysmon");
+  prctl(PR_SET_TIMERSLACK, 1);  // short sleeps mean what they say (the default slack is 50 us)
+  const std::int64_t tick = std::clamp(sched->timeslice_ns / 10, kMinDelayNs, kMaxDelayNs);
+  std::int64_t delay = kMinDelayNs;
+  std::int64_t seen = nanotime();
+  int idle = 0;
+  while (!sched->sysmon_exit.load()) {
+    if (sched->stopping.load()) {
+      // run() is joining the Ms: each leaves once back on g0, so stop whatever still runs.
+      for (auto& pp : sched->allp)
+        if (pp->status.load() == PStatus::running) preemptone(pp.get());
+      sched->sysmon_note.sleep_until(nanotime() + tick);
+      sched->sysmon_note.clear();
+      continue;
+    }
+    if (idle == 0)
+      delay = kMinDelayNs;
+    else if (idle > kIdleCyclesBeforeBackoff)
+      delay = std::min(delay * 2, kMaxDelayNs);
+    bool busy = !every_p_idle();
+    sched->sysmon_note.sleep_until(nanotime() + (busy ? std::min(delay, tick) : delay));
+    sched->sysmon_note.clear();
+    if (sched->stopping.load()) continue;
+    if (every_p_idle()) {
+      // Deep sleep. Set the flag under a domain lock: pidleget takes it too, so an acquirep
+      // that follows our check sees the flag and wakes us.
+      Domain* d = sched->domains.front().get();
+      d->lock.lock();
+      bool still = every_p_idle();
+      if (still) sched->sysmonwait.store(true);
+      d->lock.unlock();
+      if (still) {
+        while (sched->sysmonwait.load() && !sched->stopping.load()) {
+          sched->sysmon_note.sleep();
+          sched->sysmon_note.clear();
+        }
+        sched->sysmonwait.store(false);
+        idle = 0;
+        seen = nanotime();
+        continue;
+      }
+    }
+    std::int64_t now = nanotime();
+    // A slice first seen now began after the previous look, or at most a tick before now.
+    std::int64_t start = std::max(seen, now - tick);
+    idle = retake(now, start) > 0 ? 0 : idle + 1;
+    seen = now;
+  }
+}
+
+}  // namespace nugo::detail
