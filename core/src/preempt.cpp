@@ -67,7 +67,6 @@ std::atomic<bool> async_enabled{false};
 pid_t process_id = 0;
 int preempt_sig = SIGURG;
 struct sigaction previous_action[NSIG];
-std::atomic<bool> handler_installed[NSIG];
 
 // errno through a call the compiler cannot see into: __errno_location is declared const, so
 // its result could otherwise be reused after the goroutine moved to another thread.
@@ -202,7 +201,11 @@ void init(const Config& cfg) {
   no_preempt_count.store(0, std::memory_order_relaxed);
   int index = 0;
   dl_iterate_phdr(collect_ranges, &index);
-  if (!handler_installed[preempt_sig].exchange(true)) {
+  // Install ours unless it is still there from an earlier run(); whatever is there now
+  // (a user's handler, installed before this run) is what we chain to.
+  struct sigaction current {};
+  sigaction(preempt_sig, nullptr, &current);
+  if (!(current.sa_flags & SA_SIGINFO) || current.sa_sigaction != on_signal) {
     struct sigaction sa {};
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
@@ -230,6 +233,7 @@ extern "C" void nugo_async_preempt2() {
   using namespace nugo::detail;
   int saved_errno = *errno_location();
   G* gp = getg();
+  sched->async_preemptions.fetch_add(1, std::memory_order_relaxed);
   gopreempt();
   *errno_location() = saved_errno;
   release_locks(gp);  // taken by inject_call

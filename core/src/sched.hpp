@@ -106,6 +106,7 @@ struct Sched {
   std::atomic<bool> sysmonwait{false};
   Note sysmon_note;
   std::int64_t timeslice_ns = 0;  // cfg.timeslice
+  std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
 
   G* new_gchunk();  // glock held
 };
