@@ -23,9 +23,11 @@ bash scripts/bootstrap.sh --baselines
 
 build=build-release
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF
-cmake --build "$build" -j "$(nproc)" --target nugo-bench fiber-bench nugo-topo
+cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-preempt-bench fiber-bench nugo-topo
 
 echo
 "$build/topology/nugo-topo" | head -n 20
 echo
 python3 scripts/micro.py --build-dir "$build" --out results/micro "${quick[@]}"
+echo
+python3 scripts/preempt.py "$build" results/preempt "${quick[@]}"

@@ -247,7 +247,6 @@ Next goexit0(M* m, G* gp) {
 // timer is pending, findrunnable would lock the global queue next anyway to take a batch;
 // doing both in one critical section halves the cost of a yield and picks exactly the same G.
 // (With a timer pending, findrunnable must run it first: a yield loop would starve it.)
-// Preemption (gopreempt_m in preempt.cpp) ends the same way.
 Next gosched_m(M* m, G* gp) {
   P* pp = m->p;
   Domain* d = pp->domain;
@@ -258,6 +257,15 @@ Next gosched_m(M* m, G* gp) {
   G* next = local_work ? nullptr : globrunqget(pp, 0);
   d->lock.unlock();
   return {next, false};
+}
+
+// Go's gopreempt_m: as gosched_m. The slice sysmon ended is over now: whatever runs next
+// starts a new one, even a G taken from runnext (a timer may just have readied it there).
+Next gopreempt_m(M* m, G* gp) {
+  P* pp = m->p;
+  pp->preempt.store(false, rlx);
+  pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
+  return gosched_m(m, gp);
 }
 
 Next goyield_m(M* m, G* gp) {
@@ -935,7 +943,7 @@ void goready(G* gp) {
 }
 
 void gosched() { mcall(gosched_m); }
-void gopreempt() { mcall(gosched_m); }  // Go's gopreempt_m is goschedImpl too
+void gopreempt() { mcall(gopreempt_m); }
 
 // ---- system calls (Go's entersyscall, exitsyscall, entersyscallblock) ----
 //

@@ -40,6 +40,7 @@ void announce_emulated(const topo::Topology& t) {
 Sched::Sched(const Config& c, topo::Topology t)
     : cfg(c), topology(std::move(t)), stacks(c.stack_size) {
   gomaxprocs = cfg.procs > 0 ? cfg.procs : topology.pu_count();
+  timeslice_ns = cfg.timeslice.count();
   auto d = std::make_unique<Domain>();
   d->id = 0;
   for (int i = 0; i < gomaxprocs; ++i) {

@@ -10,11 +10,14 @@
 //     younger than 10 ms.
 //
 // Sleep between cycles: 20 us, doubled after 50 cycles without a retake up to 10 ms, as in
-// Go; but while any P is running, never longer than a tenth of the time slice. That cap is
-// the departure that beats Go's effective preemption delay: Go's sysmon backs off to 10 ms
-// beside a CPU hog and so preempts it about 20 ms after its slice began; ours sees a slice
-// start within a tenth of a slice and ends it on time. When every P is idle, sysmon sleeps
-// until acquirep wakes it (sysmonwait).
+// Go; but while any P is running, sysmon also wakes when the earliest slice it watches is
+// due to end, looks again 20 us after every preemption (the next slice starts then), and
+// never sleeps longer than half a slice. A slice first seen at one look began after the
+// previous look, which is taken as its start: slices end on time, or early by less than
+// half a slice, never late. That is the departure that beats Go's effective preemption
+// delay: Go's sysmon backs off to 10 ms beside a CPU hog and so preempts it about 20 ms
+// after its slice began. When every P is idle, sysmon sleeps until acquirep wakes it
+// (sysmonwait).
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -43,8 +46,9 @@ void preemptone(P* pp) {
 }
 
 // Go's retake. `seen` is when sysmon last looked (the earliest a slice it sees for the first
-// time can have started). Returns how many Ps it took back from system calls.
-int retake(std::int64_t now, std::int64_t seen) {
+// time can have started). Returns how many Ps it took back from system calls or preempted,
+// and in *next the earliest time a slice it is watching will be over (INT64_MAX: none).
+int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
   const std::int64_t slice = sched->timeslice_ns;
   int n = 0;
   for (auto& owned : sched->allp) {
@@ -60,7 +64,9 @@ int retake(std::int64_t now, std::int64_t seen) {
     } else if (now - pd.schedwhen >= slice) {
       preemptone(pp);
       sysretake = true;
+      if (s == PStatus::running) ++n;  // look again soon: the next slice starts now
     }
+    if (s == PStatus::running && !sysretake) *next = std::min(*next, pd.schedwhen + slice);
     if (s != PStatus::syscall) continue;
     std::uint32_t st = pp->syscalltick.load(std::memory_order_relaxed);
     if (!sysretake && pd.syscalltick != st) {
@@ -92,7 +98,10 @@ bool every_p_idle() {
 void sysmon_main() {
   prctl(PR_SET_NAME, "nugo-sysmon");
   prctl(PR_SET_TIMERSLACK, 1);  // short sleeps mean what they say (the default slack is 50 us)
-  const std::int64_t tick = std::clamp(sched->timeslice_ns / 10, kMinDelayNs, kMaxDelayNs);
+  // While Ps run, sysmon looks at least every half slice: a slice it first sees at one look
+  // began after the previous one, so its end is then known to within half a slice (early).
+  const std::int64_t tick = std::clamp(sched->timeslice_ns / 2, kMinDelayNs, kMaxDelayNs);
+  std::int64_t next_end = INT64_MAX;  // when the earliest slice sysmon watches is over
   std::int64_t delay = kMinDelayNs;
   std::int64_t seen = nanotime();
   int idle = 0;
@@ -110,7 +119,9 @@ void sysmon_main() {
     else if (idle > kIdleCyclesBeforeBackoff)
       delay = std::min(delay * 2, kMaxDelayNs);
     bool busy = !every_p_idle();
-    sched->sysmon_note.sleep_until(nanotime() + (busy ? std::min(delay, tick) : delay));
+    std::int64_t wake = nanotime() + delay;
+    if (busy) wake = std::min({wake, nanotime() + tick, std::max(next_end, nanotime() + kMinDelayNs)});
+    sched->sysmon_note.sleep_until(wake);
     sched->sysmon_note.clear();
     if (sched->stopping.load()) continue;
     if (every_p_idle()) {
@@ -133,9 +144,8 @@ void sysmon_main() {
       }
     }
     std::int64_t now = nanotime();
-    // A slice first seen now began after the previous look, or at most a tick before now.
-    std::int64_t start = std::max(seen, now - tick);
-    idle = retake(now, start) > 0 ? 0 : idle + 1;
+    next_end = INT64_MAX;
+    idle = retake(now, seen, &next_end) > 0 ? 0 : idle + 1;
     seen = now;
   }
 }

@@ -9,6 +9,7 @@
 //   chan_sync, chan_prod_cons0/100, select_uncontended/contended, mutex_uncontended/contended:
 //                            Go's runtime and sync benchmarks of those names, ns per op
 //   timer_churn/procs:N, timer_wake/procs:2: timers at scale (see experiments/baselines)
+//   ping_pong_hog/procs:1    Go's BenchmarkPingPongHog: ns per round trip beside a CPU hog
 // The goroutine benchmarks run their timing loop inside the main goroutine; where Go's
 // benchmark needs b.N up front, KeepRunningBatch(n) gives it and the time is per op.
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 #include <nugo/nugo.hpp>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -370,6 +372,34 @@ void timer_wake(benchmark::State& state, int procs) {
   state.counters["cpu_cores"] = sleep_cpu / sleep_wall;
 }
 
+// Go's BenchmarkPingPongHog: on 1 P a hog spins on a non-blocking select while a pair hands a
+// token back and forth; ns per round trip. The pair shares one inherited slice; the hog gets
+// the P when sysmon ends that slice, and the pair gets it back when the hog is preempted.
+void ping_pong_hog(benchmark::State& state) {
+  as_go_benchmark(state, 1, 20000, [](long n) {
+    nugo::Chan<bool> stop, done(3), ping, pong;
+    nugo::go([=] {  // the hog
+      for (bool stopped = false; !stopped;)
+        nugo::select(nugo::on_recv(stop, [&](std::optional<bool>) { stopped = true; }),
+                     nugo::on_default([] {}));
+      done.send(true);
+    });
+    nugo::go([=] {
+      for (long i = 0; i < n; ++i) pong.send(*ping.recv());
+      stop.close();
+      done.send(true);
+    });
+    nugo::go([=] {
+      for (long i = 0; i < n; ++i) ping.send(*pong.recv());
+      done.send(true);
+    });
+    ping.send(true);  // serve
+    stop.recv();
+    ping.recv();  // the last return, so that the second player can finish
+    for (int i = 0; i < 3; ++i) done.recv();
+  });
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("raw_switch", raw_switch)->UseRealTime();
   benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1)->UseRealTime();
@@ -398,6 +428,7 @@ void register_all() {
         ->Iterations(1);
   }
   benchmark::RegisterBenchmark("timer_wake/procs:2", timer_wake, 2)->UseRealTime()->Iterations(3);
+  benchmark::RegisterBenchmark("ping_pong_hog/procs:1", ping_pong_hog)->UseRealTime();
 }
 
 }  // namespace

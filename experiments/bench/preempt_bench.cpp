@@ -1,0 +1,174 @@
+// nugo-preempt-bench: sysmon, preemption and system calls, beside their Go twins in
+// experiments/baselines/go/preempt_test.go (scripts/preempt.py runs both).
+//   preempt_latency/slice:S   1 P: a call-free spinning hog, and a goroutine sleeping 100 us
+//                             in a loop; p50_us/p99_us of how late each sleep returns
+//   preempt_overhead/slice:S  1 P: ns per iteration of a compute loop, preempted every slice
+//   preempt_overhead/async:off   the same loop with NUGO_DEBUG=asyncpreemptoff=1
+//   syscall_empty             nugo::syscall around nothing: entersyscall + exitsyscall
+//   syscall_getpid            nugo::syscall(getpid) (Go: syscall.Syscall(SYS_GETPID))
+//   raw_getpid                getpid without the runtime knowing (Go: syscall.RawSyscall)
+//   syscall_storm             400 goroutines each in a 1 s nanosleep syscall at once:
+//                             threads_peak while they sleep, threads_after 2 s later
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nugo/nugo.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+nugo::Config config(std::chrono::nanoseconds slice, bool async = true, int procs = 1) {
+  nugo::Config cfg = nugo::Config::from_env();
+  cfg.procs = procs;
+  cfg.timeslice = slice;
+  cfg.async_preempt = async;
+  return cfg;
+}
+
+int threads_in_process() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
+double nearest_rank(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::max<std::size_t>(r, 1) - 1];
+}
+
+__attribute__((noinline)) void spin(const std::atomic<bool>* stop) {
+  while (!stop->load(std::memory_order_relaxed)) {
+  }
+}
+
+void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, int samples) {
+  std::vector<double> late_us;
+  for (auto _ : state) {
+    nugo::run([&] {
+      std::atomic<bool> stop{false};
+      nugo::WaitGroup wg;
+      wg.add(1);
+      nugo::go([&] {
+        spin(&stop);
+        wg.done();
+      });
+      nugo::yield();
+      for (int i = 0; i < samples; ++i) {
+        auto t0 = nugo::Clock::now();
+        nugo::sleep_for(100us);
+        late_us.push_back(
+            std::chrono::duration<double, std::micro>(nugo::Clock::now() - t0 - 100us).count());
+      }
+      stop = true;
+      wg.wait();
+    }, config(slice));
+  }
+  state.counters["p50_us"] = nearest_rank(late_us, 0.50);
+  state.counters["p99_us"] = nearest_rank(late_us, 0.99);
+  state.counters["slice_us"] = std::chrono::duration<double, std::micro>(slice).count();
+}
+
+__attribute__((noinline)) std::uint64_t compute(std::uint64_t iters) {
+  std::uint64_t x = 88172645463325252ull;
+  for (std::uint64_t i = 0; i < iters; ++i) {  // xorshift: no calls, no memory
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  return x;
+}
+
+void preempt_overhead(benchmark::State& state, std::chrono::nanoseconds slice, bool async) {
+  constexpr std::uint64_t kIters = 200'000'000;
+  nugo::run([&] {
+    for (auto _ : state) benchmark::DoNotOptimize(compute(kIters));
+  }, config(slice, async));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kIters));
+  state.counters["ns_per_iter"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kIters),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void syscall_empty(benchmark::State& state) {
+  nugo::run([&] {
+    for (auto _ : state) nugo::syscall([] {});
+  }, config(10ms));
+}
+
+void syscall_getpid(benchmark::State& state) {
+  nugo::run([&] {
+    for (auto _ : state) benchmark::DoNotOptimize(nugo::syscall([] { return ::syscall(SYS_getpid); }));
+  }, config(10ms));
+}
+
+void raw_getpid(benchmark::State& state) {
+  nugo::run([&] {
+    for (auto _ : state) benchmark::DoNotOptimize(::syscall(SYS_getpid));
+  }, config(10ms));
+}
+
+void syscall_storm(benchmark::State& state) {
+  constexpr int kSleepers = 400;
+  int peak = 0, after = 0;
+  for (auto _ : state) {
+    nugo::run([&] {
+      nugo::WaitGroup wg;
+      wg.add(kSleepers);
+      for (int i = 0; i < kSleepers; ++i)
+        nugo::go([&] {
+          nugo::sys::nanosleep(1s);
+          wg.done();
+        });
+      nugo::sleep_for(500ms);
+      peak = threads_in_process();
+      wg.wait();
+      nugo::sleep_for(2s);
+      after = threads_in_process();
+    }, config(10ms, true, 2));
+  }
+  state.counters["threads_peak"] = peak;
+  state.counters["threads_after"] = after;
+}
+
+void register_all() {
+  struct Slice { const char* name; std::chrono::nanoseconds d; int samples; };
+  for (Slice s : {Slice{"10ms", 10ms, 100}, Slice{"1ms", 1ms, 400}, Slice{"200us", 200us, 1000}}) {
+    benchmark::RegisterBenchmark((std::string("preempt_latency/slice:") + s.name).c_str(),
+                                 preempt_latency, s.d, s.samples)
+        ->UseRealTime()
+        ->Iterations(1);
+    benchmark::RegisterBenchmark((std::string("preempt_overhead/slice:") + s.name).c_str(),
+                                 preempt_overhead, s.d, true)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark("preempt_overhead/async:off", preempt_overhead, 10ms, false)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("syscall_empty", syscall_empty)->UseRealTime();
+  benchmark::RegisterBenchmark("syscall_getpid", syscall_getpid)->UseRealTime();
+  benchmark::RegisterBenchmark("raw_getpid", raw_getpid)->UseRealTime();
+  benchmark::RegisterBenchmark("syscall_storm", syscall_storm)->UseRealTime()->Iterations(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
