@@ -49,6 +49,8 @@ namespace nugo::detail {
 
 void gopreempt();  // proc.cpp
 
+__attribute__((noinline, noipa)) int* errno_location() { return &errno; }
+
 namespace {
 
 constexpr std::uintptr_t kRedZone = 128;
@@ -67,10 +69,6 @@ std::atomic<bool> async_enabled{false};
 pid_t process_id = 0;
 int preempt_sig = SIGURG;
 struct sigaction previous_action[NSIG];
-
-// errno through a call the compiler cannot see into: __errno_location is declared const, so
-// its result could otherwise be reused after the goroutine moved to another thread.
-__attribute__((noinline, noipa)) int* errno_location() { return &errno; }
 
 bool no_preempt_library(const char* path) {
   const char* base = std::strrchr(path, '/');

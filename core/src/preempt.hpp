@@ -11,6 +11,10 @@ namespace nugo::detail {
 
 G* getg();
 
+// errno through a call the compiler cannot see into: __errno_location is declared const, so
+// its result could otherwise be reused after the goroutine moved to another thread.
+int* errno_location();
+
 inline void acquire_locks(G* gp) {
   ++gp->locks;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // raised before what it protects

@@ -12,13 +12,6 @@
 #include "sched.hpp"
 
 namespace nugo {
-namespace {
-
-// Not inlined, so that the compiler cannot reuse an errno address computed on another thread.
-__attribute__((noinline, noipa)) int* errno_location() { return &errno; }
-
-}  // namespace
-
 SyscallScope::SyscallScope(Kind kind) {
   detail::M* m = detail::getm();
   // Outside goroutines, and inside another syscall (no P), there is nothing to do.
@@ -28,9 +21,9 @@ SyscallScope::SyscallScope(Kind kind) {
 
 SyscallScope::~SyscallScope() {
   if (!active_) return;
-  int saved = *errno_location();
+  int saved = *detail::errno_location();
   detail::exitsyscall();
-  *errno_location() = saved;
+  *detail::errno_location() = saved;
 }
 
 namespace sys {
