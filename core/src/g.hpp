@@ -30,6 +30,7 @@ enum class WaitReason : std::uint8_t {
   rwmutex_read,
   rwmutex_write,
   cond,
+  io_wait,
 };
 
 const char* to_string(GStatus s);

@@ -29,6 +29,7 @@
 #include <stdexcept>
 
 #include "fatal.hpp"
+#include "netpoll.hpp"
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
@@ -286,6 +287,19 @@ Next park_m(M* m, G* gp) {
   return {};
 }
 
+// The waker took gp off its primitive's wait queue under that primitive's lock, which park_m
+// released only after publishing `waiting`; nobody else can ready gp. So a check and a store
+// do what a CAS would, without the read-modify-write on the handoff path.
+void ready_status(G* gp) {
+  GStatus s = gp->status.load(std::memory_order_acquire);
+  if (s != GStatus::waiting)
+    fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
+          to_string(s));
+  gp->waitreason = WaitReason::none;
+  gp->status.store(GStatus::runnable, std::memory_order_relaxed);
+}
+
+
 // ---- P and M lists (domain lock held where noted in sched.hpp) ----
 
 void mput(Domain* d, M* m) {
@@ -359,20 +373,19 @@ bool mremove(Domain* d, M* m) {
 
 // Why stopm returned.
 enum class Wake {
-  p,        // startm handed this M a P, now acquired
-  timeout,  // the timer sleeper's deadline passed, or addtimer woke it for an earlier timer
-  watch,    // this M was the deadlock watcher and its grace period is over: run checkdead
-  stop,     // the runtime is stopping
-  exit,     // an extra M idle for kIdleMLifetimeNs: off the idle list now, to exit
+  p,      // startm handed this M a P, now acquired
+  watch,  // this M was the deadlock watcher and its grace period is over: run checkdead
+  stop,   // the runtime is stopping
+  exit,   // an extra M idle for kIdleMLifetimeNs: off the idle list now, to exit
 };
 
-// Parks the M on the idle list until startm hands it a P. With a deadline, the M is the timer
-// sleeper. Without one, the M that makes every M idle becomes the deadlock watcher (if
-// may_watch): it sleeps through a grace period, for the caller to run checkdead. Deciding
-// that under the lock, right after mput, is what makes exactly one of several Ms going idle
-// together the last one (Go calls checkdead from mput for the same reason). Any other M
-// beyond gomaxprocs sleeps for kIdleMLifetimeNs at most, then leaves.
-Wake stopm(M* m, std::int64_t deadline_ns, bool may_watch) {
+// Parks the M on the idle list until startm hands it a P. The M that makes every M idle
+// becomes the deadlock watcher (if may_watch): it sleeps through a grace period, for the
+// caller to run checkdead. Deciding that under the lock, right after mput, is what makes
+// exactly one of several Ms going idle together the last one (Go calls checkdead from mput
+// for the same reason). Any other M beyond gomaxprocs sleeps for kIdleMLifetimeNs at most,
+// then leaves.
+Wake stopm(M* m, bool may_watch) {
   Domain* d = m->domain;
   d->lock.lock();
   if (sched->stopping.load(rlx)) {
@@ -380,16 +393,15 @@ Wake stopm(M* m, std::int64_t deadline_ns, bool may_watch) {
     return Wake::stop;
   }
   mput(d, m);
-  Wake on_deadline = Wake::timeout;
-  if (deadline_ns == 0) {
-    int mcount = sched->mcount.load();
-    if (may_watch && d->nmidle + d->nmidlelocked == mcount && !sched->foreign_seen.load()) {
-      on_deadline = Wake::watch;
-      deadline_ns = nanotime() + kDeadlockGraceNs;
-    } else if (mcount > sched->gomaxprocs) {
-      on_deadline = Wake::exit;
-      deadline_ns = nanotime() + kIdleMLifetimeNs;
-    }
+  Wake on_deadline = Wake::p;
+  std::int64_t deadline_ns = 0;
+  int mcount = sched->mcount.load();
+  if (may_watch && d->nmidle + d->nmidlelocked == mcount && !sched->foreign_seen.load()) {
+    on_deadline = Wake::watch;
+    deadline_ns = nanotime() + kDeadlockGraceNs;
+  } else if (mcount > sched->gomaxprocs) {
+    on_deadline = Wake::exit;
+    deadline_ns = nanotime() + kIdleMLifetimeNs;
   }
   d->lock.unlock();
   for (;;) {
@@ -404,8 +416,7 @@ Wake stopm(M* m, std::int64_t deadline_ns, bool may_watch) {
       return Wake::p;
     }
     if (sched->stopping.load(rlx)) return Wake::stop;
-    if (!deadline_ns) continue;  // a stale wake-up (Note wakeups merge); still idle-listed
-    if (on_deadline == Wake::exit && nanotime() < deadline_ns) continue;  // likewise
+    if (!deadline_ns || nanotime() < deadline_ns) continue;  // a stale wake-up (Note wakeups merge)
     d->lock.lock();
     bool listed = mremove(d, m);
     P* handed = listed ? nullptr : m->nextp;  // startm sets nextp under this lock
@@ -457,13 +468,14 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
 
 // Go's checkdead, for the M that found every other M idle. Called on the M's way out of the
 // grace-period sleep, without a P. Nothing can run again if still every M is idle, no timer is
-// pending, no run queue holds a goroutine, and no plain thread has called into the runtime.
+// pending, no goroutine waits for I/O, no run queue holds a goroutine, and no plain thread has
+// called into the runtime.
 // Then it reports every goroutine's wait reason and exits with status 2, as Go does.
 void checkdead(Domain* d) {
   if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
   d->lock.lock();
   bool dead = d->nmidle + d->nmidlelocked + 1 == sched->mcount.load() && d->runqsize.load() == 0 &&
-              !sched->foreign_seen.load();
+              !sched->foreign_seen.load() && !netpoll_any_waiters();
   for (P* p : d->ps) dead = dead && nexttimer(p) == 0 && runqempty(p);
   if (!dead) {
     d->lock.unlock();
@@ -506,42 +518,57 @@ P* check_runqs_nop(Domain* d) {
 }
 
 // Sleeps without a P until the M has one (true), or until the runtime stops or the M is to
-// exit (false; m->exiting says which). While timers are pending, one M (the timer sleeper)
-// sleeps only until the earliest of them and then takes an idle P to run it; the others
-// sleep until startm.
+// exit (false; m->exiting says which). While a timer is pending or a goroutine waits for I/O,
+// one M, the poller, blocks in netpoll until the earliest timer instead of on its note; when
+// it returns it takes an idle P for what it readied or for the timer, or, finding none, hands
+// the readied goroutines to the global queue and sleeps like any other idle M (Go's
+// findRunnable, from "poll network until next timer"). The others sleep until startm.
 bool idle_until_p(M* m) {
   Domain* d = m->domain;
-  for (bool may_sleep_for_timers = true;;) {
-    std::int64_t next = may_sleep_for_timers ? earliest_timer(d) : 0;
-    bool sleeper = false;
-    if (next != 0) {
-      M* none = nullptr;
-      sleeper = sched->timer_sleeper.compare_exchange_strong(none, m, sc);
-      if (sleeper) {
-        sched->timer_sleep_until.store(next, sc);
-        // Published; now catch a timer added before addtimer could see us.
-        std::int64_t again = earliest_timer(d);
-        if (again != 0 && again < next) sched->timer_sleep_until.store(next = again, sc);
+  for (;;) {
+    if (sched->stopping.load(rlx)) return false;
+    std::int64_t next = earliest_timer(d);
+    if ((next != 0 || netpoll_any_waiters()) && sched->lastpoll.exchange(0, sc) != 0) {
+      sched->poll_until.store(next, sc);
+      // Published; now catch a timer added before wake_netpoller could see us.
+      std::int64_t again = earliest_timer(d);
+      if (again != 0 && (next == 0 || again < next)) sched->poll_until.store(next = again, sc);
+      std::int64_t delay = next == 0 ? -1 : std::max<std::int64_t>(0, next - nanotime());
+      G* gl[kNetpollMaxReady];
+      int n = netpoll(delay, gl);
+      sched->poll_until.store(0, sc);
+      sched->lastpoll.store(nanotime(), sc);
+      if (sched->stopping.load(rlx)) return false;  // the readied ones are abandoned with the rest
+      d->lock.lock();
+      P* pp = pidleget(d);
+      d->lock.unlock();
+      if (pp) {
+        acquirep(pp);
+        injectglist(gl, n);
+        return true;
       }
+      injectglist(gl, n);  // every P is busy: they find these in the global queue
+    } else if (next != 0) {
+      // Someone else polls: make sure it wakes for this timer.
+      std::int64_t until = sched->poll_until.load(sc);
+      if (until == 0 || until > next) netpoll_break();
     }
-    // With no timer pending, the M that makes every M idle watches for deadlock (stopm).
-    Wake w = stopm(m, sleeper ? next : 0, /*may_watch=*/next == 0);
-    if (w == Wake::watch) checkdead(d);
-    if (sleeper) {
-      sched->timer_sleep_until.store(INT64_MAX, sc);
-      sched->timer_sleeper.store(nullptr, sc);
+    // With a timer pending, or a goroutine waiting for I/O, there is no deadlock to watch for.
+    Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
+    if (w == Wake::watch) {
+      checkdead(d);  // returns if not dead: then look for work once more, and sleep again
+      d->lock.lock();
+      P* pp = pidleget(d);
+      d->lock.unlock();
+      if (pp) {
+        acquirep(pp);
+        return true;
+      }
+      continue;
     }
     if (w == Wake::p) return true;
     if (w == Wake::exit) m->exiting = true;
-    if (w == Wake::stop || w == Wake::exit || sched->stopping.load(rlx)) return false;
-    d->lock.lock();
-    P* idle = pidleget(d);
-    d->lock.unlock();
-    if (idle) {
-      acquirep(idle);
-      return true;
-    }
-    may_sleep_for_timers = false;  // every P is running, and each runs its own timers
+    return false;
   }
 }
 
@@ -586,6 +613,21 @@ top:
     G* gp = globrunqget(pp, 0);
     d->lock.unlock();
     if (gp) return gp;
+  }
+
+  // The network, without blocking, if anyone waits on it and no M is blocked polling it
+  // (that one would report the same events). One M at a time: the others steal.
+  if (netpoll_any_waiters() && sched->lastpoll.load(rlx) != 0 &&
+      !sched->netpolling.load(rlx) && !sched->netpolling.exchange(true, std::memory_order_acquire)) {
+    G* gl[kNetpollMaxReady];
+    int n = netpoll(0, gl);
+    sched->lastpoll.store(nanotime(), rlx);
+    sched->netpolling.store(false, std::memory_order_release);
+    if (n > 0) {
+      injectglist(gl + 1, n - 1);
+      ready_status(gl[0]);
+      return gl[0];
+    }
   }
 
   int busy = static_cast<int>(d->ps.size()) - d->npidle.load(sc);
@@ -639,6 +681,9 @@ void record_g0_stack([[maybe_unused]] M* m) {
 }
 
 }  // namespace
+
+bool enter_runtime_foreign() { return enter_foreign() != nullptr; }
+void leave_runtime_foreign() { leave_foreign(); }
 
 void note_foreign_thread() {
   if (!getm() && enter_foreign()) leave_foreign();
@@ -809,7 +854,13 @@ void wakep() {
 void handoffp(P* pp) {
   Domain* d = pp->domain;
   if (!runqempty(pp) || d->runqsize.load(sc) > 0 || nexttimer(pp) != 0) {
-    startm(pp, false);  // its timers need an M too: the timer sleeper may not know of them
+    startm(pp, false);  // its timers need an M too: the poller may not know of them
+    return;
+  }
+  // The last P to stop running while goroutines wait for I/O and nobody polls: its M polls.
+  if (netpoll_any_waiters() && sched->lastpoll.load(sc) != 0 &&
+      d->npidle.load(sc) == static_cast<int>(d->ps.size()) - 1) {
+    startm(pp, false);
     return;
   }
   // Nobody spinning or idle to pick up work that appears next: become the spinner.
@@ -908,21 +959,21 @@ void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
   mcall(park_m);
 }
 
-namespace {
-
-// The waker took gp off its primitive's wait queue under that primitive's lock, which park_m
-// released only after publishing `waiting`; nobody else can ready gp. So a check and a store
-// do what a CAS would, without the read-modify-write on the handoff path.
-void ready_status(G* gp) {
-  GStatus s = gp->status.load(std::memory_order_acquire);
-  if (s != GStatus::waiting)
-    fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
-          to_string(s));
-  gp->waitreason = WaitReason::none;
-  gp->status.store(GStatus::runnable, std::memory_order_relaxed);
+void injectglist(G** gl, int n) {
+  if (n <= 0) return;
+  for (int i = 0; i < n; ++i) ready_status(gl[i]);
+  M* m = getm();
+  P* pp = m ? m->p : nullptr;
+  Domain* d = pp ? pp->domain : sched->domains.front().get();
+  int nglobal = pp ? std::min(n, static_cast<int>(d->npidle.load(sc))) : n;
+  if (nglobal > 0) {
+    d->lock.lock();
+    globrunqputbatch(d, gl, nglobal);
+    d->lock.unlock();
+    for (int i = 0; i < nglobal && d->npidle.load(sc) > 0; ++i) startm(nullptr, false);
+  }
+  for (int i = nglobal; i < n; ++i) runqput(pp, gl[i], false);
 }
-
-}  // namespace
 
 void goready(G* gp) {
   NoPreempt np;
@@ -1079,6 +1130,7 @@ const char* to_string(WaitReason r) {
     case WaitReason::rwmutex_read: return "sync.RWMutex.RLock";
     case WaitReason::rwmutex_write: return "sync.RWMutex.Lock";
     case WaitReason::cond: return "sync.Cond.Wait";
+    case WaitReason::io_wait: return "IO wait";
   }
   return "?";
 }

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "fatal.hpp"
+#include "netpoll.hpp"
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
@@ -41,6 +42,8 @@ Sched::Sched(const Config& c, topo::Topology t)
     : cfg(c), topology(std::move(t)), stacks(c.stack_size) {
   gomaxprocs = cfg.procs > 0 ? cfg.procs : topology.pu_count();
   timeslice_ns = cfg.timeslice.count();
+  netpoll_init();
+  lastpoll.store(nanotime());
   auto d = std::make_unique<Domain>();
   d->id = 0;
   for (int i = 0; i < gomaxprocs; ++i) {
@@ -122,6 +125,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
 
   sched->stopping.store(true, std::memory_order_seq_cst);
   sched->sysmon_note.wakeup();  // from now on it preempts every running G, to end the Ms
+  netpoll_break();               // the M blocked in netpoll, if any, looks again
   for (auto& d : sched->domains) {
     d->lock.lock();
     d->midle = nullptr;

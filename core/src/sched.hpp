@@ -86,10 +86,13 @@ struct Sched {
   std::atomic<std::int64_t> goidgen{0};
   StackPool stacks;
 
-  // The M sleeping until the earliest timer while all others sleep indefinitely, and until
-  // when (INT64_MAX: none). addtimer wakes it for an earlier timer.
-  std::atomic<M*> timer_sleeper{nullptr};
-  std::atomic<std::int64_t> timer_sleep_until{INT64_MAX};
+  // The network poller (netpoll.hpp; Go's sched.lastpoll and sched.pollUntil). lastpoll is
+  // when the network was last polled, 0 while an M blocks in netpoll: that M is also the
+  // timer sleeper, blocking until poll_until (0: no timer), the earliest timer it knew of.
+  // addtimer breaks its wait for an earlier timer (wake_netpoller in timer.cpp).
+  std::atomic<std::int64_t> lastpoll{1};
+  std::atomic<std::int64_t> poll_until{0};
+  std::atomic<bool> netpolling{false};  // a non-blocking poll is under way (one at a time)
 
   // Deadlock detection (checkdead in proc.cpp) stands down once a thread that is not an M has
   // called into the runtime: such a thread may wake a goroutine later. The caller of run()
@@ -145,10 +148,18 @@ void gosched();
 // Plain threads (no M) that touch nugo objects may wake goroutines later: deadlock detection
 // stands down once one has (checkdead). Cheap for Ms.
 void note_foreign_thread();
+// For plain threads that need the running instance for a moment (to add a timer): true if a
+// runtime runs, and then it stays until leave_runtime_foreign(). Marks foreign_seen.
+bool enter_runtime_foreign();
+void leave_runtime_foreign();
 // Go's goyield: like gosched, but to the tail of the local run queue.
 void goyield();
 // Go's gopreempt_m, from the running G: to the global run queue (preempt.cpp).
 void gopreempt();
+// Makes goroutines the poller readied (still `waiting`) runnable: onto the current P's run
+// queue, except as many as there are idle Ps, which go to the global queue with an M started
+// for each (Go's injectglist). Without a P, all go to the global queue.
+void injectglist(G** gl, int n);
 void entersyscall(bool block);
 void exitsyscall();
 void lock_os_thread();

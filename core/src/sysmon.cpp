@@ -9,6 +9,9 @@
 //     to do and someone is already spinning or idle to pick up new work, and the call is
 //     younger than 10 ms.
 //
+//   - if goroutines wait for I/O and nobody has polled the network for 10 ms, it polls and
+//     queues the goroutines it readied globally.
+//
 // Sleep between cycles: 20 us, doubled after 50 cycles without a retake up to 10 ms, as in
 // Go; but while any P is running, sysmon also wakes when the earliest slice it watches is
 // due to end, looks again 20 us after every preemption (the next slice starts then), and
@@ -22,6 +25,7 @@
 
 #include <algorithm>
 
+#include "netpoll.hpp"
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
@@ -33,6 +37,7 @@ constexpr std::int64_t kMinDelayNs = 20'000;        // Go: 20 us
 constexpr std::int64_t kMaxDelayNs = 10'000'000;    // Go: 10 ms
 constexpr int kIdleCyclesBeforeBackoff = 50;        // Go: 50
 constexpr std::int64_t kSyscallGraceNs = 10'000'000;  // Go: a syscall younger than 10 ms
+constexpr std::int64_t kNetpollForgottenNs = 10'000'000;  // Go: poll if not polled for 10 ms
 
 // Go's preemptone: end pp's slice. Its M is signalled only while it runs a G (not in a
 // syscall, where nothing needs stopping).
@@ -85,6 +90,20 @@ int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
     }
   }
   return n;
+}
+
+// Goroutines wait for I/O, but no M is blocked in netpoll and none has polled for 10 ms
+// (every P busy running goroutines): poll for them, and queue what is ready globally.
+void netpoll_if_forgotten(std::int64_t now) {
+  if (!netpoll_any_waiters()) return;
+  std::int64_t last = sched->lastpoll.load();
+  if (last == 0 || last + kNetpollForgottenNs > now || !sched->lastpoll.compare_exchange_strong(last, now))
+    return;
+  if (sched->netpolling.exchange(true, std::memory_order_acquire)) return;
+  G* gl[kNetpollMaxReady];
+  int n = netpoll(0, gl);
+  sched->netpolling.store(false, std::memory_order_release);
+  injectglist(gl, n);
 }
 
 bool every_p_idle() {
@@ -144,6 +163,7 @@ void sysmon_main() {
       }
     }
     std::int64_t now = nanotime();
+    netpoll_if_forgotten(now);
     next_end = INT64_MAX;
     idle = retake(now, seen, &next_end) > 0 ? 0 : idle + 1;
     seen = now;

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "fatal.hpp"
+#include "netpoll.hpp"
 #include "sched.hpp"
 
 namespace nugo::detail {
@@ -62,14 +63,16 @@ void update_timer0(P* pp) {
   pp->timer0when.store(pp->timers.empty() ? 0 : pp->timers.front().when, sc);
 }
 
-// A new timer may be earlier than anything an idle M is waiting for: wake the timer sleeper,
-// or, if there is none, start an M that will become one (Go's wakeNetPoller).
-void wake_for_timer(std::int64_t when) {
-  if (when >= sched->timer_sleep_until.load(sc)) return;
-  if (M* sleeper = sched->timer_sleeper.load(sc))
-    sleeper->park.wakeup();
-  else
+// A new timer may be earlier than what the M blocked in netpoll waits for: break its wait.
+// With nobody blocked there, start an M that will become the poller if nothing else needs
+// it (Go's wakeNetPoller).
+void wake_netpoller(std::int64_t when) {
+  if (sched->lastpoll.load(sc) == 0) {
+    std::int64_t until = sched->poll_until.load(sc);
+    if (until == 0 || until > when) netpoll_break();
+  } else {
     wakep();
+  }
 }
 
 }  // namespace
@@ -91,7 +94,7 @@ void addtimer(Timer* t) {
   t->pp.store(pp, rlx);
   update_timer0(pp);
   pp->timerslock.unlock();
-  wake_for_timer(when);
+  wake_netpoller(when);
 }
 
 bool deltimer(Timer* t) {

@@ -5,6 +5,8 @@
 #include "nugo/runtime.hpp"
 #include "nugo/topology.hpp"
 #include "nugo/chan.hpp"
+#include "nugo/io.hpp"
+#include "nugo/net.hpp"
 #include "nugo/sync.hpp"
 #include "nugo/syscall.hpp"
 #include "nugo/time.hpp"

@@ -1,0 +1,87 @@
+// The network poller (Go's netpoll.go and netpoll_epoll.go): goroutines waiting for a
+// descriptor to become readable or writable park without holding an M, and the scheduler
+// readies them from epoll's reports. See core/README.md, "The network poller".
+//
+// One epoll instance and one eventfd per process, created by the first run(). Descriptors
+// are registered once, edge-triggered, for input and output at the same time; the caller
+// tries its I/O first and waits only after EAGAIN, so an edge it missed cannot strand it.
+//
+// A PollDesc's rg (wg) is the read (write) semaphore:
+//   0           nothing happened, nobody waits
+//   kPdReady    readiness was reported and nobody consumed it yet
+//   kPdWait     a goroutine is about to park (between the CAS and gopark's commit)
+//   G*          that goroutine is parked
+// Readiness (netpoll), a deadline (its timer) and closing (poll_unblock) each move it back to
+// 0 or kPdReady and ready the goroutine if one was there: whoever swaps a G* out readies it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "timer.hpp"
+
+namespace nugo::detail {
+
+struct G;
+
+inline constexpr std::uintptr_t kPdReady = 1;
+inline constexpr std::uintptr_t kPdWait = 2;
+
+// Type-stable: PollDescs are recycled through a free list and never freed, so a deadline
+// timer that fires after its descriptor was closed touches valid memory and finds nothing
+// to do (deadline_fired checks the deadline it was armed for has really passed).
+struct alignas(64) PollDesc {
+  PollDesc* link = nullptr;  // free list
+  int fd = -1;
+  std::atomic<std::uint32_t> lock{0};  // spin lock: writers of closing, rd, wd, the timers
+  std::atomic<bool> closing{false};
+  // Deadlines, CLOCK_MONOTONIC ns: 0 none, -1 passed. Written under lock, read without.
+  std::atomic<std::int64_t> rd{0}, wd{0};
+  std::atomic<std::uintptr_t> rg{0}, wg{0};
+  Timer rt, wt;  // fire at rd / wd
+  bool registered = false;  // with epoll (under lock)
+  // For descriptors the user owns (io::wait_readable): registered lazily and re-armed by each
+  // wait for the directions waited for (user_modes, 1: read, 2: write; under lock).
+  int user_modes = 0;
+  int user_refs = 0;  // waits in progress on this user descriptor (guarded by net.cpp's table)
+};
+
+enum class PollResult { ready, closing, timeout, busy };
+
+// Once per process; fatal if epoll or eventfd cannot be created.
+void netpoll_init();
+
+// Registers fd (non-blocking) with the poller. nullptr and *err = errno on failure.
+PollDesc* poll_open(int fd, int* err);
+// Deregisters and recycles pd. Call poll_unblock first; nobody may wait on it any more.
+void poll_close(PollDesc* pd);
+// Parks the calling goroutine until pd is ready for mode ('r' or 'w'), its deadline passes,
+// or it is closing. `busy` when another goroutine already waits for the same direction.
+PollResult poll_wait(PollDesc* pd, int mode);
+// Sets the deadline for mode ('r', 'w' or 'r' + 'w'): 0 none, else an absolute nanotime().
+// A deadline in the past wakes the waiter at once with PollResult::timeout.
+void poll_set_deadline(PollDesc* pd, std::int64_t deadline, int mode);
+// Marks pd closing and wakes both waiters (PollResult::closing); later waits fail at once.
+void poll_unblock(PollDesc* pd);
+// A PollDesc for a descriptor the user owns, not registered until a wait arms it.
+PollDesc* poll_open_user(int fd);
+// Before a wait on a user descriptor: (re-)registers it for the directions waited for,
+// edge-triggered, so that a descriptor ready now is reported now. Returns 0 or an errno
+// (EBUSY: another goroutine already waits for mode).
+int poll_arm_user(PollDesc* pd, int mode);
+// After that wait.
+void poll_disarm_user(PollDesc* pd, int mode);
+
+// ---- the scheduler's side ----
+
+inline constexpr int kNetpollMaxReady = 256;  // 128 events, each may ready a reader and a writer
+
+// Goroutines parked in poll_wait (Go's netpollWaiters).
+bool netpoll_any_waiters();
+// Polls: delay < 0 blocks until an event or netpoll_break, 0 does not block, > 0 waits at most
+// that many ns. Stores the goroutines made ready (still `waiting`) in gl; returns how many.
+int netpoll(std::int64_t delay, G** gl);
+// Makes a blocked netpoll return (Go's netpollBreak). Several breaks before it returns count once.
+void netpoll_break();
+
+}  // namespace nugo::detail
