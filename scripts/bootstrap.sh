@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nugo's build needs, only those missing. Idempotent.
 #   scripts/bootstrap.sh              the build and the tests
-#   scripts/bootstrap.sh --baselines  also Go 1.19 and Boost.Fiber, for the baseline twins
+#   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber and wrk, for the baseline twins
 # Runs apt-get as root, or through sudo.
 set -euo pipefail
 
@@ -11,7 +11,7 @@ packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-con
           catch2 libbenchmark-dev hwloc numactl python3)
 for arg in "$@"; do
   case "$arg" in
-    --baselines) packages+=(golang-go libboost-fiber-dev) ;;
+    --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

@@ -3,7 +3,8 @@
 # Go 1.19 and Boost.Fiber twins in one go, and print the comparison table with ratios.
 #   scripts/reproduce.sh           full run (5 repetitions, medians; a few minutes)
 #   scripts/reproduce.sh --quick   one short repetition of everything (a smoke test)
-# Results: results/micro/micro.md and micro.json. Later issues grow this into the paper's
+# Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/. Later issues
+# grow this into the paper's
 # experiment pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ bash scripts/bootstrap.sh --baselines
 
 build=build-release
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF
-cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-preempt-bench fiber-bench nugo-topo
+cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-preempt-bench nugo-http nugo-echo fiber-bench nugo-topo
 
 echo
 "$build/topology/nugo-topo" | head -n 20
@@ -31,3 +32,5 @@ echo
 python3 scripts/micro.py --build-dir "$build" --out results/micro "${quick[@]}"
 echo
 python3 scripts/preempt.py "$build" results/preempt "${quick[@]}"
+echo
+python3 scripts/net.py "$build" results/net "${quick[@]}"
