@@ -4,8 +4,7 @@
 #   scripts/reproduce.sh           full run (5 repetitions, medians; a few minutes)
 #   scripts/reproduce.sh --quick   one short repetition of everything (a smoke test)
 # Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/. Later issues
-# grow this into the paper's
-# experiment pipeline.
+# grow this into the paper's experiment pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
