@@ -134,7 +134,7 @@ def main() -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    build, out_dir = Path(argv[0]), Path(argv[1])
+    build, out_dir = Path(argv[0]).resolve(), Path(argv[1]).resolve()  # go build runs elsewhere
     nugo_http = build / "experiments" / "nugo-http"
     nugo_echo = build / "experiments" / "nugo-echo"
     for exe in (nugo_http, nugo_echo):

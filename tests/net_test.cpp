@@ -542,3 +542,47 @@ TEST_CASE("bad addresses and closed sockets give clear errors") {
     CHECK(ln->accept().error() == Errc::closed);
   });
 }
+
+TEST_CASE("an evicted waiter that runs late does not disturb the descriptor's next owner") {
+  run_procs(1, [] {
+    int p[2];
+    REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+    nugo::Chan<std::error_code> first(1);
+    nugo::go([&] { first.send(nugo::io::wait_readable(p[0])); });
+    nugo::sleep_for(10ms);
+    // At 1 P the evicted waiter is readied but runs only once main parks below, after the
+    // number has been closed, reused and waited on again.
+    nugo::io::evict(p[0]);
+    close(p[0]);
+    close(p[1]);
+    int q[2];
+    REQUIRE(pipe2(q, O_NONBLOCK | O_CLOEXEC) == 0);
+    nugo::go([&] {
+      nugo::sleep_for(20ms);
+      REQUIRE(write(q[1], "n", 1) == 1);
+    });
+    CHECK(!nugo::io::wait_readable(q[0], nugo::io::Clock::now() + 5s));
+    CHECK(first.recv() == Errc::closed);
+    nugo::io::evict(q[0]);
+    close(q[0]);
+    close(q[1]);
+  });
+}
+
+TEST_CASE("a goroutine abandoned while waiting on a descriptor leaves nothing to the next run") {
+  int p[2];
+  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  run_procs(2, [&] {
+    nugo::go([&] { (void)nugo::io::wait_readable(p[0]); });  // still waiting when main returns
+    nugo::sleep_for(20ms);
+  });
+  run_procs(2, [&] {
+    // The direction is free again, and a readiness report readies nobody from the old run.
+    CHECK(nugo::io::wait_readable(p[0], nugo::io::Clock::now() + 20ms) == Errc::timeout);
+    REQUIRE(write(p[1], "r", 1) == 1);
+    CHECK(!nugo::io::wait_readable(p[0], nugo::io::Clock::now() + 5s));
+    nugo::io::evict(p[0]);
+  });
+  close(p[0]);
+  close(p[1]);
+}

@@ -60,7 +60,10 @@ using detail::PollDesc;
 using detail::PollResult;
 
 std::error_code errno_code(int e) { return {e, std::system_category()}; }
-std::error_code last_error() { return errno_code(errno); }
+// errno read through a call the compiler cannot hoist: after a wait the goroutine may be on
+// another thread, whose errno is elsewhere (preempt.hpp, errno_location).
+int last_errno() { return *nugo::detail::errno_location(); }
+std::error_code last_error() { return errno_code(last_errno()); }
 
 std::int64_t deadline_ns(io::Deadline d) {
   if (d == io::no_deadline) return 0;
@@ -91,7 +94,7 @@ std::error_code wait_on_thread(int fd, int mode, std::int64_t deadline) {
     pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
     int n = ::poll(&p, 1, ms);
     if (n > 0) return {};
-    if (n < 0 && errno != EINTR) return last_error();
+    if (n < 0 && last_errno() != EINTR) return last_error();
   }
 }
 
@@ -117,9 +120,9 @@ class NetFD {
     std::uint64_t s = state_.fetch_or(kOwnerGone, std::memory_order_acq_rel);
     if ((s & kCalls) == 0) {
       delete this;
-    } else if (!nugo::detail::foreign_sched.load()) {
-      // No runtime runs: the calls still counted belong to goroutines the runtime abandoned
-      // when it stopped (their closures own this socket). They will never return.
+    } else if (nugo::detail::tearing_down) {
+      // The runtime is freeing what its abandoned goroutines own: the calls still counted
+      // belong to such goroutines (their closures own this socket) and will never return.
       sysclose();
       delete this;
     }
@@ -321,8 +324,7 @@ IoResult Conn::read(void* buf, std::size_t len) {
     ssize_t n = ::read(fd_->fd(), buf, len);
     if (n > 0) return {static_cast<std::size_t>(n), {}};
     if (n == 0) return {0, io::Errc::eof};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return {0, last_error()};
+    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
     if (std::error_code e = fd_->wait('r')) return {0, e};
   }
 }
@@ -348,8 +350,7 @@ IoResult write_some(NetFD* fd, const void* buf, std::size_t len) {
   for (;;) {
     ssize_t n = ::send(fd->fd(), buf, len, MSG_NOSIGNAL);
     if (n >= 0) return {static_cast<std::size_t>(n), {}};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return {0, last_error()};
+    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
     if (std::error_code e = fd->wait('w')) return {0, e};
   }
 }
@@ -409,8 +410,9 @@ Result<Conn> Listener::accept() {
       return Conn(*fd);
     }
     // A connection that died in the queue, or a signal: take the next one.
-    if (errno == EINTR || errno == ECONNABORTED) continue;
-    if (errno != EAGAIN) return last_error();
+    int e = last_errno();
+    if (e == EINTR || e == ECONNABORTED) continue;
+    if (e != EAGAIN) return errno_code(e);
     if (std::error_code e = fd_->wait('r')) return e;
   }
 }
@@ -447,9 +449,9 @@ Result<Conn> dial(std::string_view address, std::uint16_t port, std::chrono::nan
   NetFD* fd = *nfd;
   int rc;
   do rc = ::connect(fd->fd(), ep->data(), ep->size());
-  while (rc != 0 && errno == EINTR);
+  while (rc != 0 && last_errno() == EINTR);
   if (rc == 0) return conn;
-  if (errno != EINPROGRESS) return last_error();  // conn's destructor closes the socket
+  if (int e = last_errno(); e != EINPROGRESS) return errno_code(e);  // conn's destructor closes the socket
   // Connecting: writable once it is done, one way or the other (Go's connect in fd_unix.go).
   if (timeout.count() > 0) conn.set_write_deadline(io::Clock::now() + timeout);
   for (;;) {
@@ -481,8 +483,7 @@ IoResult UdpConn::read_from(void* buf, std::size_t len, Endpoint* from) {
       }
       return {static_cast<std::size_t>(n), {}};
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return {0, last_error()};
+    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
     if (std::error_code e = fd_->wait('r')) return {0, e};
   }
 }
@@ -494,8 +495,7 @@ IoResult UdpConn::write_to(const void* buf, std::size_t len, const Endpoint& to)
   for (;;) {
     ssize_t n = ::sendto(fd_->fd(), buf, len, MSG_NOSIGNAL, to.data(), to.size());
     if (n >= 0) return {static_cast<std::size_t>(n), {}};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) return {0, last_error()};
+    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
     if (std::error_code e = fd_->wait('w')) return {0, e};
   }
 }
@@ -550,7 +550,7 @@ std::error_code wait_user(int fd, int mode, Deadline deadline) {
   table_lock.unlock();
   if (int err = nugo::detail::poll_arm_user(pd, mode)) {
     release_user(pd);
-    return errno_code(err);
+    return err == ECANCELED ? std::error_code(Errc::closed) : errno_code(err);
   }
   if (when != 0) nugo::detail::poll_set_deadline(pd, when, mode);
   PollResult r = nugo::detail::poll_wait(pd, mode);
@@ -575,7 +575,7 @@ void evict(int fd) {
   }
   PollDesc* pd = it->second;
   table().erase(it);
-  nugo::detail::poll_unblock(pd);
+  nugo::detail::poll_unblock(pd);  // also deregisters: the number may be reused next
   bool unused = pd->user_refs == 0;
   table_lock.unlock();
   if (unused) nugo::detail::poll_close(pd);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <mutex>
+#include <vector>
 
 #include "fatal.hpp"
 #include "futex.hpp"
@@ -21,6 +22,7 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 
+constexpr int kPollDescChunk = 64;
 int epfd = -1;
 int breakfd = -1;  // eventfd; its epoll data is &breakfd, which no PollDesc can be
 std::atomic<std::uint32_t> wake_sig{0};  // a break is pending (Go's netpollWakeSig)
@@ -30,12 +32,14 @@ bool have_pwait2 = true;  // epoll_pwait2 (Linux 5.11) gives ns timeouts; else m
 // The PollDesc cache: chunks that are never freed, and a free list.
 Lock cache_lock;
 PollDesc* cache_free = nullptr;
+std::vector<PollDesc*> chunks;  // under cache_lock
 
 PollDesc* pd_alloc() {
   cache_lock.lock();
   if (!cache_free) {
-    constexpr int kChunk = 64;
+    constexpr int kChunk = kPollDescChunk;
     auto* chunk = new PollDesc[kChunk];
+    chunks.push_back(chunk);
     for (int i = 0; i < kChunk; ++i) {
       chunk[i].link = cache_free;
       cache_free = &chunk[i];
@@ -62,11 +66,11 @@ std::atomic<std::uintptr_t>& sema(PollDesc* pd, int mode) { return mode == 'r' ?
 G* netpollunblock(PollDesc* pd, int mode, bool ioready) {
   std::atomic<std::uintptr_t>& gpp = sema(pd, mode);
   for (;;) {
-    std::uintptr_t old = gpp.load(std::memory_order_acquire);
+    std::uintptr_t old = gpp.load(sc);  // after the caller's store of closing/rd/wd (StoreLoad)
     if (old == kPdReady) return nullptr;
     if (old == 0 && !ioready) return nullptr;  // nobody to wake, nothing to remember
     std::uintptr_t next = ioready ? kPdReady : 0;
-    if (gpp.compare_exchange_weak(old, next, std::memory_order_acq_rel)) {
+    if (gpp.compare_exchange_weak(old, next, sc)) {
       if (old == kPdWait || old == 0) return nullptr;  // poll_wait will see the new value
       waiters.fetch_sub(1, rlx);
       return reinterpret_cast<G*>(old);
@@ -76,8 +80,8 @@ G* netpollunblock(PollDesc* pd, int mode, bool ioready) {
 
 // Go's netpollcheckerr.
 PollResult checkerr(PollDesc* pd, int mode) {
-  if (pd->closing.load(std::memory_order_acquire)) return PollResult::closing;
-  if ((mode == 'r' ? pd->rd : pd->wd).load(std::memory_order_acquire) < 0) return PollResult::timeout;
+  if (pd->closing.load(sc)) return PollResult::closing;
+  if ((mode == 'r' ? pd->rd : pd->wd).load(sc) < 0) return PollResult::timeout;
   return PollResult::ready;
 }
 
@@ -101,12 +105,13 @@ PollResult netpollblock(PollDesc* pd, int mode) {
     std::uintptr_t v = kPdReady;
     if (gpp.compare_exchange_strong(v, 0, std::memory_order_acq_rel)) return PollResult::ready;
     v = 0;
-    if (gpp.compare_exchange_strong(v, kPdWait, std::memory_order_acq_rel)) break;
+    if (gpp.compare_exchange_strong(v, kPdWait, sc)) break;
     v = gpp.load(std::memory_order_acquire);
     if (v != kPdReady && v != 0) return PollResult::busy;  // another goroutine waits here
   }
-  // Re-check after publishing kPdWait: the closer and the deadline store first, then look
-  // at the semaphore; one of us sees the other.
+  // Re-check after publishing kPdWait: the closer and the deadline setter store first, then
+  // look at the semaphore; we publish, then look. All four are seq_cst (Go's publishInfo),
+  // so one of us sees the other.
   if (checkerr(pd, mode) == PollResult::ready)
     gopark(netpollblockcommit, &gpp, WaitReason::io_wait);
   std::uintptr_t old = gpp.exchange(0, std::memory_order_acq_rel);
@@ -137,7 +142,7 @@ void deadline_fired(PollDesc* pd, int mode) {
     spin_unlock(pd->lock);
     return;
   }
-  d.store(-1, std::memory_order_release);
+  d.store(-1, sc);
   G* gp = netpollunblock(pd, mode, false);
   spin_unlock(pd->lock);
   ready(gp);
@@ -215,11 +220,7 @@ void poll_close(PollDesc* pd) {
   std::uintptr_t r = pd->rg.load(), w = pd->wg.load();
   if ((r != 0 && r != kPdReady) || (w != 0 && w != kPdReady))
     fatal("netpoll: fd %d closed with a goroutine still waiting on it", pd->fd);
-  if (pd->registered) {
-    epoll_event ev{};  // the fd is still open: deregister it before it can be reused
-    epoll_ctl(epfd, EPOLL_CTL_DEL, pd->fd, &ev);
-  }
-  pd_free(pd);
+  pd_free(pd);  // poll_unblock has deregistered it
 }
 
 PollResult poll_wait(PollDesc* pd, int mode) {
@@ -243,12 +244,12 @@ void poll_set_deadline(PollDesc* pd, std::int64_t deadline, int mode) {
   G* rg = nullptr;
   G* wg = nullptr;
   if (mode == 'r' || mode == 'r' + 'w') {
-    pd->rd.store(deadline, std::memory_order_release);
+    pd->rd.store(deadline, sc);
     arm(pd->rt, deadline);
     if (deadline < 0) rg = netpollunblock(pd, 'r', false);
   }
   if (mode == 'w' || mode == 'r' + 'w') {
-    pd->wd.store(deadline, std::memory_order_release);
+    pd->wd.store(deadline, sc);
     arm(pd->wt, deadline);
     if (deadline < 0) wg = netpollunblock(pd, 'w', false);
   }
@@ -264,11 +265,18 @@ void poll_unblock(PollDesc* pd) {
     spin_unlock(pd->lock);
     return;
   }
-  pd->closing.store(true, std::memory_order_release);
+  pd->closing.store(true, sc);
   G* rg = netpollunblock(pd, 'r', false);
   G* wg = netpollunblock(pd, 'w', false);
   deltimer(&pd->rt);
   deltimer(&pd->wt);
+  if (pd->registered) {
+    // Deregistered now, while the descriptor is still the one we registered: once the owner
+    // closes it, its number may be registered again by someone else.
+    epoll_event ev{};
+    epoll_ctl(epfd, EPOLL_CTL_DEL, pd->fd, &ev);
+    pd->registered = false;
+  }
   spin_unlock(pd->lock);
   ready(rg);
   ready(wg);
@@ -286,9 +294,9 @@ int poll_arm_user(PollDesc* pd, int mode) {
   NoPreempt np;
   const int bit = mode == 'r' ? 1 : 2;
   spin_lock(pd->lock);
-  if (pd->user_modes & bit) {
+  if (pd->closing.load(rlx) || (pd->user_modes & bit)) {
     spin_unlock(pd->lock);
-    return EBUSY;
+    return pd->closing.load(rlx) ? ECANCELED : EBUSY;
   }
   // EPOLL_CTL_MOD re-evaluates readiness and queues an event if the descriptor is ready now:
   // with edge triggering and a re-arm per wait, a wait sees the level at its start and the
@@ -321,6 +329,21 @@ void poll_disarm_user(PollDesc* pd, int mode) {
 }
 
 bool netpoll_any_waiters() { return waiters.load(rlx) > 0; }
+
+void netpoll_forget_goroutines() {
+  cache_lock.lock();
+  for (PollDesc* chunk : chunks) {
+    for (PollDesc* pd = chunk; pd != chunk + kPollDescChunk; ++pd) {
+      spin_lock(pd->lock);
+      if (pd->rg.load(rlx) > kPdReady) pd->rg.store(0, rlx);
+      if (pd->wg.load(rlx) > kPdReady) pd->wg.store(0, rlx);
+      pd->user_modes = 0;
+      spin_unlock(pd->lock);
+    }
+  }
+  cache_lock.unlock();
+  waiters.store(0, sc);
+}
 
 int netpoll(std::int64_t delay, G** gl) {
   epoll_event events[kNetpollMaxReady / 2];

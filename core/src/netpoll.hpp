@@ -61,7 +61,8 @@ PollResult poll_wait(PollDesc* pd, int mode);
 // Sets the deadline for mode ('r', 'w' or 'r' + 'w'): 0 none, else an absolute nanotime().
 // A deadline in the past wakes the waiter at once with PollResult::timeout.
 void poll_set_deadline(PollDesc* pd, std::int64_t deadline, int mode);
-// Marks pd closing and wakes both waiters (PollResult::closing); later waits fail at once.
+// Marks pd closing, wakes both waiters (PollResult::closing) and deregisters the descriptor
+// (still open: the caller closes it afterwards); later waits fail at once.
 void poll_unblock(PollDesc* pd);
 // A PollDesc for a descriptor the user owns, not registered until a wait arms it.
 PollDesc* poll_open_user(int fd);
@@ -81,6 +82,10 @@ bool netpoll_any_waiters();
 // Polls: delay < 0 blocks until an event or netpoll_break, 0 does not block, > 0 waits at most
 // that many ns. Stores the goroutines made ready (still `waiting`) in gl; returns how many.
 int netpoll(std::int64_t delay, G** gl);
+// After a runtime instance has stopped: the goroutines it abandoned while they waited on a
+// descriptor are gone. Clears them from every PollDesc (and the waiter count), so that the
+// next instance neither readies a freed G nor finds a direction still taken.
+void netpoll_forget_goroutines();
 // Makes a blocked netpoll return (Go's netpollBreak). Several breaks before it returns count once.
 void netpoll_break();
 

@@ -42,6 +42,7 @@ Sched* sched = nullptr;
 std::atomic<Sched*> foreign_sched{nullptr};
 std::atomic<int> foreign_calls{0};
 thread_local bool starting_runtime = false;
+thread_local bool tearing_down = false;
 
 namespace {
 thread_local M* tls_m = nullptr;
@@ -619,9 +620,12 @@ top:
   // (that one would report the same events). One M at a time: the others steal.
   if (netpoll_any_waiters() && sched->lastpoll.load(rlx) != 0 &&
       !sched->netpolling.load(rlx) && !sched->netpolling.exchange(true, std::memory_order_acquire)) {
+    std::int64_t last = sched->lastpoll.load(sc);
     G* gl[kNetpollMaxReady];
     int n = netpoll(0, gl);
-    sched->lastpoll.store(nanotime(), rlx);
+    // Polled: sysmon need not. A CAS, not a store: an M may have become the blocking
+    // poller meanwhile (lastpoll 0), and that must stay visible.
+    if (last != 0) sched->lastpoll.compare_exchange_strong(last, nanotime(), sc);
     sched->netpolling.store(false, std::memory_order_release);
     if (n > 0) {
       injectglist(gl + 1, n - 1);

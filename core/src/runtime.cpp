@@ -149,8 +149,11 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->sysmon.join();
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
+  tearing_down = true;
   delete sched;
+  tearing_down = false;
   sched = nullptr;
+  netpoll_forget_goroutines();  // the ones parked on descriptors are gone with the rest
 }
 
 int gomaxprocs() { return sched ? sched->gomaxprocs : 0; }

@@ -124,6 +124,9 @@ extern std::atomic<int> foreign_calls;
 // takes the foreign path but must not set foreign_seen: the first M may already be looking
 // for deadlock by the time run_main could clear the flag again.
 extern thread_local bool starting_runtime;
+// Set on the thread in run_main while it deletes the instance, which destroys the closures of
+// abandoned goroutines: sockets they own are closed although their calls never return.
+extern thread_local bool tearing_down;
 
 // proc.cpp
 void mstart(M* m);
