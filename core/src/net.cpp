@@ -17,6 +17,8 @@
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "futex.hpp"
 #include "netpoll.hpp"
@@ -117,14 +119,31 @@ class NetFD {
   // The Socket's destructor.
   void release() {
     close();
+    // Listed as an orphan until freed: if the runtime stops before the calls still counted
+    // return, their goroutines are abandoned, and the runtime frees it (free_orphans).
+    add_orphan(this);
     std::uint64_t s = state_.fetch_or(kOwnerGone, std::memory_order_acq_rel);
     if ((s & kCalls) == 0) {
+      remove_orphan(this);
       delete this;
     } else if (nugo::detail::tearing_down) {
       // The runtime is freeing what its abandoned goroutines own: the calls still counted
       // belong to such goroutines (their closures own this socket) and will never return.
+      remove_orphan(this);
       sysclose();
       delete this;
+    }
+  }
+
+  // At runtime stop: sockets whose owner is gone and whose remaining calls were abandoned.
+  static void free_orphans() {
+    orphans_lock.lock();
+    std::vector<NetFD*> all(orphans().begin(), orphans().end());
+    orphans().clear();
+    orphans_lock.unlock();
+    for (NetFD* fd : all) {
+      fd->sysclose();
+      delete fd;
     }
   }
 
@@ -143,7 +162,10 @@ class NetFD {
     std::uint64_t s = state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     if ((s & kCalls) != 0) return;
     if (s & kClosed) sysclose();  // after close(), the count reaches 0 once
-    if (s & kOwnerGone) delete this;
+    if (s & kOwnerGone) {
+      remove_orphan(this);
+      delete this;
+    }
   }
   // False if already closed.
   bool close() {
@@ -170,6 +192,21 @@ class NetFD {
     nugo::detail::poll_close(pd_);
     ::close(fd_);
   }
+  static std::unordered_set<NetFD*>& orphans() {
+    static auto* set = new std::unordered_set<NetFD*>;  // outlives every runtime instance
+    return *set;
+  }
+  static void add_orphan(NetFD* fd) {
+    orphans_lock.lock();
+    orphans().insert(fd);
+    orphans_lock.unlock();
+  }
+  static void remove_orphan(NetFD* fd) {
+    orphans_lock.lock();
+    orphans().erase(fd);
+    orphans_lock.unlock();
+  }
+  static inline nugo::detail::Lock orphans_lock;
   static constexpr std::uint64_t kClosed = 1ull << 63, kOwnerGone = 1ull << 62;
   static constexpr std::uint64_t kCalls = kOwnerGone - 1;
   std::atomic<std::uint64_t> state_{0};
@@ -516,6 +553,10 @@ Result<UdpConn> listen_udp(std::string_view address, std::uint16_t port) {
 }
 
 }  // namespace net
+
+namespace detail {
+void net_free_abandoned() { net::detail::NetFD::free_orphans(); }
+}  // namespace detail
 
 // ---- io::wait_readable, wait_writable, evict: descriptors the user owns ----
 

@@ -86,6 +86,9 @@ int netpoll(std::int64_t delay, G** gl);
 // descriptor are gone. Clears them from every PollDesc (and the waiter count), so that the
 // next instance neither readies a freed G nor finds a direction still taken.
 void netpoll_forget_goroutines();
+// net.cpp: after a runtime instance has stopped, closes and frees the sockets whose owners
+// are gone but whose last calls belonged to goroutines the instance abandoned.
+void net_free_abandoned();
 // Makes a blocked netpoll return (Go's netpollBreak). Several breaks before it returns count once.
 void netpoll_break();
 

@@ -154,6 +154,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   tearing_down = false;
   sched = nullptr;
   netpoll_forget_goroutines();  // the ones parked on descriptors are gone with the rest
+  net_free_abandoned();         // and so are the calls they were in
 }
 
 int gomaxprocs() { return sched ? sched->gomaxprocs : 0; }
