@@ -178,6 +178,21 @@ class NetFD {
     return true;
   }
 
+  // Go's I/O loop: runs op (a system call: >= 0, or -1 and errno) until it succeeds or fails
+  // with more than EINTR, waiting for mode ('r' or 'w') after each EAGAIN. The caller holds
+  // a reference and the direction's lock.
+  template <class Op>
+  IoResult io(int mode, Op op) {
+    for (;;) {
+      ssize_t n = op();
+      if (n >= 0) return {static_cast<std::size_t>(n), {}};
+      int e = last_errno();
+      if (e == EINTR) continue;
+      if (e != EAGAIN) return {0, errno_code(e)};
+      if (std::error_code w = wait(mode)) return {0, w};
+    }
+  }
+
   // Waits for mode ('r' or 'w'); an error (closed, timeout) ends the call.
   std::error_code wait(int mode) {
     if (nugo::detail::getg()) return poll_error(nugo::detail::poll_wait(pd_, mode));
@@ -357,13 +372,9 @@ IoResult Conn::read(void* buf, std::size_t len) {
   if (!ref) return {0, io::Errc::closed};
   std::lock_guard lock(fd_->rmu);
   if (len == 0) return {};
-  for (;;) {
-    ssize_t n = ::read(fd_->fd(), buf, len);
-    if (n > 0) return {static_cast<std::size_t>(n), {}};
-    if (n == 0) return {0, io::Errc::eof};
-    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
-    if (std::error_code e = fd_->wait('r')) return {0, e};
-  }
+  IoResult r = fd_->io('r', [&] { return ::read(fd_->fd(), buf, len); });
+  if (!r.err && r.n == 0) r.err = io::Errc::eof;
+  return r;
 }
 
 IoResult Conn::read_full(void* buf, std::size_t len) {
@@ -384,12 +395,7 @@ namespace {
 // One write(2) (send with MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE), waiting
 // while the socket buffer is full. The caller holds the write lock.
 IoResult write_some(NetFD* fd, const void* buf, std::size_t len) {
-  for (;;) {
-    ssize_t n = ::send(fd->fd(), buf, len, MSG_NOSIGNAL);
-    if (n >= 0) return {static_cast<std::size_t>(n), {}};
-    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
-    if (std::error_code e = fd->wait('w')) return {0, e};
-  }
+  return fd->io('w', [&] { return ::send(fd->fd(), buf, len, MSG_NOSIGNAL); });
 }
 
 }  // namespace
@@ -509,32 +515,22 @@ IoResult UdpConn::read_from(void* buf, std::size_t len, Endpoint* from) {
   Ref ref(fd_);
   if (!ref) return {0, io::Errc::closed};
   std::lock_guard lock(fd_->rmu);
-  for (;;) {
-    sockaddr_storage sa;
-    socklen_t salen = sizeof sa;
-    ssize_t n = ::recvfrom(fd_->fd(), buf, len, 0, reinterpret_cast<sockaddr*>(&sa), &salen);
-    if (n >= 0) {
-      if (from) {
-        std::memcpy(from->mutable_data(), &sa, salen);
-        from->set_size(salen);
-      }
-      return {static_cast<std::size_t>(n), {}};
-    }
-    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
-    if (std::error_code e = fd_->wait('r')) return {0, e};
-  }
+  Endpoint sender;
+  IoResult r = fd_->io('r', [&] {
+    socklen_t salen = sizeof(sockaddr_storage);
+    ssize_t n = ::recvfrom(fd_->fd(), buf, len, 0, sender.mutable_data(), &salen);
+    sender.set_size(salen);
+    return n;
+  });
+  if (!r.err && from) *from = sender;
+  return r;
 }
 
 IoResult UdpConn::write_to(const void* buf, std::size_t len, const Endpoint& to) {
   Ref ref(fd_);
   if (!ref) return {0, io::Errc::closed};
   std::lock_guard lock(fd_->wmu);
-  for (;;) {
-    ssize_t n = ::sendto(fd_->fd(), buf, len, MSG_NOSIGNAL, to.data(), to.size());
-    if (n >= 0) return {static_cast<std::size_t>(n), {}};
-    if (int e = last_errno(); e == EINTR) continue; else if (e != EAGAIN) return {0, errno_code(e)};
-    if (std::error_code e = fd_->wait('w')) return {0, e};
-  }
+  return fd_->io('w', [&] { return ::sendto(fd_->fd(), buf, len, MSG_NOSIGNAL, to.data(), to.size()); });
 }
 
 Result<UdpConn> listen_udp(std::string_view address, std::uint16_t port) {

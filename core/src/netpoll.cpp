@@ -27,6 +27,7 @@ int epfd = -1;
 int breakfd = -1;  // eventfd; its epoll data is &breakfd, which no PollDesc can be
 std::atomic<std::uint32_t> wake_sig{0};  // a break is pending (Go's netpollWakeSig)
 std::atomic<std::int32_t> waiters{0};
+std::atomic<bool> polling{false};  // a netpoll_nonblocking is under way
 bool have_pwait2 = true;  // epoll_pwait2 (Linux 5.11) gives ns timeouts; else ms
 
 // The PollDesc cache: chunks that are never freed, and a free list.
@@ -385,6 +386,13 @@ int netpoll(std::int64_t delay, G** gl) {
       if (G* gp = netpollunblock(pd, 'w', true)) gl[ready++] = gp;
   }
   return ready;
+}
+
+int netpoll_nonblocking(G** gl) {
+  if (polling.load(rlx) || polling.exchange(true, std::memory_order_acquire)) return -1;
+  int n = netpoll(0, gl);
+  polling.store(false, std::memory_order_release);
+  return n;
 }
 
 void netpoll_break() {

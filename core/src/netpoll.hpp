@@ -89,6 +89,8 @@ void netpoll_forget_goroutines();
 // net.cpp: after a runtime instance has stopped, closes and frees the sockets whose owners
 // are gone but whose last calls belonged to goroutines the instance abandoned.
 void net_free_abandoned();
+// netpoll(0), by one caller at a time: -1 (nothing polled) while another is under way.
+int netpoll_nonblocking(G** gl);
 // Makes a blocked netpoll return (Go's netpollBreak). Several breaks before it returns count once.
 void netpoll_break();
 

@@ -300,7 +300,6 @@ void ready_status(G* gp) {
   gp->status.store(GStatus::runnable, std::memory_order_relaxed);
 }
 
-
 // ---- P and M lists (domain lock held where noted in sched.hpp) ----
 
 void mput(Domain* d, M* m) {
@@ -518,6 +517,15 @@ P* check_runqs_nop(Domain* d) {
   return pp;
 }
 
+// Takes an idle P of d for this M, if there is one.
+bool acquire_idle_p(Domain* d) {
+  d->lock.lock();
+  P* pp = pidleget(d);
+  d->lock.unlock();
+  if (pp) acquirep(pp);
+  return pp != nullptr;
+}
+
 // Sleeps without a P until the M has one (true), or until the runtime stops or the M is to
 // exit (false; m->exiting says which). While a timer is pending or a goroutine waits for I/O,
 // one M, the poller, blocks in netpoll until the earliest timer instead of on its note; when
@@ -540,15 +548,9 @@ bool idle_until_p(M* m) {
       sched->poll_until.store(0, sc);
       sched->lastpoll.store(nanotime(), sc);
       if (sched->stopping.load(rlx)) return false;  // the readied ones are abandoned with the rest
-      d->lock.lock();
-      P* pp = pidleget(d);
-      d->lock.unlock();
-      if (pp) {
-        acquirep(pp);
-        injectglist(gl, n);
-        return true;
-      }
-      injectglist(gl, n);  // every P is busy: they find these in the global queue
+      bool got_p = acquire_idle_p(d);
+      injectglist(gl, n);  // with no P (every P busy), all to the global queue
+      if (got_p) return true;
     } else if (next != 0) {
       // Someone else polls: make sure it wakes for this timer.
       std::int64_t until = sched->poll_until.load(sc);
@@ -558,13 +560,7 @@ bool idle_until_p(M* m) {
     Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
     if (w == Wake::watch) {
       checkdead(d);  // returns if not dead: then look for work once more, and sleep again
-      d->lock.lock();
-      P* pp = pidleget(d);
-      d->lock.unlock();
-      if (pp) {
-        acquirep(pp);
-        return true;
-      }
+      if (acquire_idle_p(d)) return true;
       continue;
     }
     if (w == Wake::p) return true;
@@ -617,16 +613,13 @@ top:
   }
 
   // The network, without blocking, if anyone waits on it and no M is blocked polling it
-  // (that one would report the same events). One M at a time: the others steal.
-  if (netpoll_any_waiters() && sched->lastpoll.load(rlx) != 0 &&
-      !sched->netpolling.load(rlx) && !sched->netpolling.exchange(true, std::memory_order_acquire)) {
-    std::int64_t last = sched->lastpoll.load(sc);
+  // (that one would report the same events).
+  if (std::int64_t last = sched->lastpoll.load(sc); last != 0 && netpoll_any_waiters()) {
     G* gl[kNetpollMaxReady];
-    int n = netpoll(0, gl);
+    int n = netpoll_nonblocking(gl);
     // Polled: sysmon need not. A CAS, not a store: an M may have become the blocking
     // poller meanwhile (lastpoll 0), and that must stay visible.
-    if (last != 0) sched->lastpoll.compare_exchange_strong(last, nanotime(), sc);
-    sched->netpolling.store(false, std::memory_order_release);
+    if (n >= 0) sched->lastpoll.compare_exchange_strong(last, nanotime(), sc);
     if (n > 0) {
       injectglist(gl + 1, n - 1);
       ready_status(gl[0]);

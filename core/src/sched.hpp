@@ -92,7 +92,6 @@ struct Sched {
   // addtimer breaks its wait for an earlier timer (wake_netpoller in timer.cpp).
   std::atomic<std::int64_t> lastpoll{1};
   std::atomic<std::int64_t> poll_until{0};
-  std::atomic<bool> netpolling{false};  // a non-blocking poll is under way (one at a time)
 
   // Deadlock detection (checkdead in proc.cpp) stands down once a thread that is not an M has
   // called into the runtime: such a thread may wake a goroutine later. The caller of run()

@@ -7,8 +7,7 @@
 //   - a P whose M has been in the same system call for a whole cycle is taken back (CAS
 //     syscall -> idle) and handed to another M (handoffp), unless there is nothing for it
 //     to do and someone is already spinning or idle to pick up new work, and the call is
-//     younger than 10 ms.
-//
+//     younger than 10 ms;
 //   - if goroutines wait for I/O and nobody has polled the network for 10 ms, it polls and
 //     queues the goroutines it readied globally.
 //
@@ -99,11 +98,8 @@ void netpoll_if_forgotten(std::int64_t now) {
   std::int64_t last = sched->lastpoll.load();
   if (last == 0 || last + kNetpollForgottenNs > now || !sched->lastpoll.compare_exchange_strong(last, now))
     return;
-  if (sched->netpolling.exchange(true, std::memory_order_acquire)) return;
   G* gl[kNetpollMaxReady];
-  int n = netpoll(0, gl);
-  sched->netpolling.store(false, std::memory_order_release);
-  injectglist(gl, n);
+  injectglist(gl, netpoll_nonblocking(gl));  // nothing if another M polls (-1)
 }
 
 bool every_p_idle() {
