@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <atomic>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fatal.hpp"
@@ -171,12 +173,21 @@ void recv_from_sender(hchan* c, sudog* sender, void* dst) {
 
 hchan* makechan(const ElemOps* ops, std::size_t cap) {
   NoPreempt np;
+  // Go's "makechan: size out of range": the buffer's size must not overflow and must fit in
+  // the address space (Go's maxAlloc, 2^48 on amd64; a user address space is 2^47 here).
+  constexpr std::size_t kMaxBuffer = std::size_t{1} << 47;
+  if (cap > 0 && cap > kMaxBuffer / ops->size)
+    throw std::length_error("nugo::Chan: capacity " + std::to_string(cap) + " of " +
+                            std::to_string(ops->size) +
+                            "-byte elements is out of range (makechan: size out of range)");
+  unsigned char* buf = nullptr;
+  if (cap > 0)
+    buf = static_cast<unsigned char*>(
+        ::operator new(cap * ops->size, std::align_val_t(std::max(ops->align, alignof(void*)))));
   auto* c = new hchan;
   c->ops = ops;
   c->dataqsiz = cap;
-  if (cap > 0)
-    c->buf = static_cast<unsigned char*>(
-        ::operator new(cap * ops->size, std::align_val_t(std::max(ops->align, alignof(void*)))));
+  c->buf = buf;
   return c;
 }
 

@@ -48,6 +48,9 @@ struct alignas(64) G : Closure {
   // may park and finish on another M. Written only by the G itself; read by the signal
   // handler on the same thread.
   std::uint16_t locks = 0;
+  // Locks of the thread (std::mutex, a static's initializer) it held when it last switched
+  // out; carried to the thread that resumes it (threadlocks.hpp). Zero while running.
+  std::int32_t thread_locks = 0;
   std::int64_t goid = 0;
   G* waitlink = nullptr;   // wait queues of blocking primitives
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G

@@ -178,11 +178,13 @@ class NetFD {
     return true;
   }
 
-  // Go's I/O loop: runs op (a system call: >= 0, or -1 and errno) until it succeeds or fails
-  // with more than EINTR, waiting for mode ('r' or 'w') after each EAGAIN. The caller holds
-  // a reference and the direction's lock.
+  // Go's I/O loop: fails at once if the socket is closing or the deadline for mode ('r' or
+  // 'w') has passed; else runs op (a system call: >= 0, or -1 and errno) until it succeeds or
+  // fails with more than EINTR, waiting for mode after each EAGAIN. The caller holds a
+  // reference and the direction's lock.
   template <class Op>
   IoResult io(int mode, Op op) {
+    if (std::error_code e = poll_error(nugo::detail::poll_prepare(pd_, mode))) return {0, e};
     for (;;) {
       ssize_t n = op();
       if (n >= 0) return {static_cast<std::size_t>(n), {}};
@@ -443,6 +445,7 @@ Result<Conn> Listener::accept() {
   Ref ref(fd_);
   if (!ref) return io::Errc::closed;
   std::lock_guard lock(fd_->rmu);
+  if (std::error_code e = poll_error(nugo::detail::poll_prepare(fd_->pd(), 'r'))) return e;
   for (;;) {
     int c = ::accept4(fd_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c >= 0) {

@@ -224,6 +224,8 @@ void poll_close(PollDesc* pd) {
   pd_free(pd);  // poll_unblock has deregistered it
 }
 
+PollResult poll_prepare(PollDesc* pd, int mode) { return checkerr(pd, mode); }
+
 PollResult poll_wait(PollDesc* pd, int mode) {
   NoPreempt np;
   for (;;) {

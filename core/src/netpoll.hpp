@@ -58,6 +58,9 @@ void poll_close(PollDesc* pd);
 // Parks the calling goroutine until pd is ready for mode ('r' or 'w'), its deadline passes,
 // or it is closing. `busy` when another goroutine already waits for the same direction.
 PollResult poll_wait(PollDesc* pd, int mode);
+// Before an I/O call (Go's pollDesc.prepare): closing, or the deadline for mode passed
+// (timeout), or ready to try. A call with a past deadline fails without touching the socket.
+PollResult poll_prepare(PollDesc* pd, int mode);
 // Sets the deadline for mode ('r', 'w' or 'r' + 'w'): 0 none, else an absolute nanotime().
 // A deadline in the past wakes the waiter at once with PollResult::timeout.
 void poll_set_deadline(PollDesc* pd, std::int64_t deadline, int mode);

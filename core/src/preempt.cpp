@@ -35,6 +35,7 @@
 
 #include "fatal.hpp"
 #include "sched.hpp"
+#include "threadlocks.hpp"
 
 extern "C" {
 // The trampoline's parameters, read by preempt_amd64.S.
@@ -145,7 +146,15 @@ bool async_safe_point(M* m, const ucontext_t* uc) {
   auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
   auto hi = reinterpret_cast<std::uintptr_t>(gp->stack.hi);
   if (sp <= lo || sp > hi || sp - lo < kRedZone + nugo_xsave_size + kYieldRoom) return false;
-  return !in_no_preempt_text(static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]));
+  auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  if (in_nopreempt_section(pc) || in_no_preempt_text(pc)) return false;
+  // Safe but for a lock of the thread the goroutine holds: the unlock that releases the last
+  // one yields instead (threadlocks.hpp). Go's m.locks with its preempt-on-release.
+  if (thread_locks.held != 0) {
+    thread_locks.preempt_deferred = true;
+    return false;
+  }
+  return true;
 }
 
 // Makes the interrupted code call nugo_async_preempt, as if from the interrupted PC.
@@ -184,6 +193,14 @@ void on_signal(int sig, siginfo_t* info, void* uc) {
 }  // namespace
 
 namespace preempt {
+
+// The unlock of a thread's last lock, after the signal declined because of it: yield now,
+// unless the unlock was called from a library we never stop in (it may hold state of its
+// own we cannot see; the signal will come again).
+void deferred(std::uintptr_t caller_pc) {
+  thread_locks.preempt_deferred = false;
+  if (!in_no_preempt_text(caller_pc)) nugo::preempt_point();
+}
 
 void init(const Config& cfg) {
   process_id = getpid();

@@ -69,6 +69,14 @@ nugo_async_preempt:
         jmp     2f
 1:      fxsave64 (%rsp)
 2:
+        // XSAVE and FXSAVE leave the registers as they were. Everything else does not care,
+        // but the x87 register stack does: the ABI wants it empty at every call, and a
+        // goroutine interrupted in x87 code leaves values on it. Run on with them and the
+        // runtime and the next goroutine on this thread (which jump_fcontext gives only the
+        // x87 control word, not the stack) start with fewer than 8 free registers, and the
+        // first deep enough x87 computation overflows into NaN. FNINIT empties the stack
+        // (and resets the control word, which jump_fcontext and our XRSTOR restore).
+        fninit
         call    nugo_async_preempt2
 
         cmpb    $0, nugo_have_xsave(%rip)

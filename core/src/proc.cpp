@@ -33,6 +33,7 @@
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
+#include "threadlocks.hpp"
 #include "timer.hpp"
 
 
@@ -186,16 +187,30 @@ Next goexit0(M* m, G* gp);
   fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
 }
 
+// Locks of the thread that the goroutine holds go with it when it switches out, and arrive
+// on whichever thread resumes it (threadlocks.hpp). Not inlined: a thread-local address
+// computed before the switch would name the old thread.
+NUGO_NOPREEMPT void carry_thread_locks_in(G* gp) {
+  thread_locks.held += gp->thread_locks;
+  gp->thread_locks = 0;
+}
+
 // The switch itself is runtime code on the G's stack until jump_fcontext has moved to g0,
-// and again on the way back: not preemptible (G::locks).
+// and again on the way back: not preemptible (G::locks). The G is pinned first: only then
+// does its M stay its M (getg is atomic with respect to the signal; getm then G is not).
 void mcall(McallFn fn) {
-  M* m = getm();
-  G* gp = m->curg;
+  G* gp = getg();
   acquire_locks(gp);
+  M* m = getm();
+  if (ThreadLocks& tl = thread_locks; tl.held != 0) {
+    gp->thread_locks = tl.held;
+    tl.held = 0;
+  }
   sanitizer_start_switch(fn == goexit0 ? nullptr : &gp->san, m->g0san);
   transfer_t t = jump_fcontext(m->g0ctx, reinterpret_cast<void*>(fn));
   getm()->g0ctx = t.fctx;  // getm() again: we may be on another thread now
   sanitizer_finish_switch(gp->san);
+  if (gp->thread_locks != 0) carry_thread_locks_in(gp);
   release_locks(gp);
 }
 
@@ -346,7 +361,8 @@ void newm(Domain* d, P* pp, bool spinning) {
   try {
     m->thread = std::thread(mstart, m);
   } catch (const std::system_error& e) {
-    fatal("newm: cannot create an OS thread: %s", e.what());
+    fatal("newm: cannot create an OS thread: %s (%d threads running; raise the limit on "
+          "processes: ulimit -u, RLIMIT_NPROC)", e.what(), sched->mcount.load(rlx) - 1);
   }
   sched->mlock.unlock();
 }
@@ -686,11 +702,12 @@ void note_foreign_thread() {
   if (!getm() && enter_foreign()) leave_foreign();
 }
 
-M* getm() __attribute__((noinline, noipa));
-M* getm() { return tls_m; }
+// Both in the no-preemption section: a signal between reading the M and reading its curg
+// could move the goroutine away and let another one become that M's curg.
+NUGO_NOPREEMPT M* getm() { return tls_m; }
 
-G* getg() {
-  M* m = getm();
+NUGO_NOPREEMPT G* getg() {
+  M* m = tls_m;
   return m ? m->curg : nullptr;
 }
 

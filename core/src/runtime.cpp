@@ -10,10 +10,12 @@
 // asyncpreemptoff=1, a goroutine in a loop without scheduling points.
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 
 #include "fatal.hpp"
 #include "netpoll.hpp"
@@ -40,7 +42,9 @@ void announce_emulated(const topo::Topology& t) {
 
 Sched::Sched(const Config& c, topo::Topology t)
     : cfg(c), topology(std::move(t)), stacks(c.stack_size) {
-  gomaxprocs = cfg.procs > 0 ? cfg.procs : topology.pu_count();
+  // One P per PU of the topology unless told otherwise, at most Config::kMaxProcs (Go caps
+  // GOMAXPROCS at _MaxGomaxprocs the same way; an emulated topology may have more PUs).
+  gomaxprocs = cfg.procs > 0 ? cfg.procs : std::min(topology.pu_count(), Config::kMaxProcs);
   timeslice_ns = cfg.timeslice.count();
   netpoll_init();
   lastpoll.store(nanotime());
@@ -108,7 +112,12 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   signals::install_handlers();
   sched = new Sched(cfg, std::move(topology));
   preempt::init(cfg);
-  sched->sysmon = std::thread(sysmon_main);
+  try {
+    sched->sysmon = std::thread(sysmon_main);
+  } catch (const std::system_error& e) {
+    fatal("nugo: cannot create sysmon's OS thread: %s (raise the limit on processes: ulimit -u, "
+          "RLIMIT_NPROC)", e.what());
+  }
   foreign_sched.store(sched, std::memory_order_seq_cst);
 
   struct Main { void (*body)(void*); void* arg; } main{body, arg};

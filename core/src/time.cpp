@@ -65,8 +65,8 @@ void fire(void* arg, std::int64_t now) {
     // The user closed the timer's channel: nothing to deliver to.
   }
   if (ct->period > 0 && !ct->stopped && !ct->t.pp.load()) {
-    std::int64_t next = ct->t.when + ct->period;
-    if (next <= now) next = now + ct->period - (now - ct->t.when) % ct->period;
+    std::int64_t next = ct->period >= kForever - ct->t.when ? kForever : ct->t.when + ct->period;
+    if (next <= now) next = now + ct->period - (now - ct->t.when) % ct->period;  // behind: skip
     ct->t.when = next;
     ct->refs.fetch_add(1, std::memory_order_relaxed);
     addtimer(&ct->t);
@@ -76,13 +76,22 @@ void fire(void* arg, std::int64_t now) {
   release_chan_timer(ct);
 }
 
-// Go's deltimer waits while the timer is running: after stop() or reset() returns, a firing
-// that was under way has delivered its value (so "if (!t.stop()) drain" works).
-void lock_idle(ChanTimer* ct) {
+// Takes the timer out of its heap with ct->mu held, and says whether it was there. A firing
+// under way is waited for (Go's deltimer spins while the timer is timerRunning): after stop()
+// or reset() returns, a firing that had begun has delivered its value, and none is still to
+// come (so "if (!t.stop()) drain" works, and a stopped, drained Ticker stays quiet).
+//
+// The race this closes: another P pops the timer (checktimers: running = true, then pp =
+// nullptr, under its timerslock) and calls fire(), which waits for ct->mu that we hold. A
+// check of "still queued?" before deltimer could see it queued, deltimer then finds it gone,
+// and fire() delivered after stop() had returned. So deltimer decides, and its acquire load
+// of pp orders the load of `running` after checktimers' store.
+bool lock_and_dequeue(ChanTimer* ct) {
   for (;;) {
     ct->mu.lock();
-    if (ct->t.pp.load() || !ct->t.running.load(std::memory_order_acquire)) return;
-    ct->mu.unlock();
+    if (deltimer(&ct->t)) return true;
+    if (!ct->t.running.load(std::memory_order_acquire)) return false;
+    ct->mu.unlock();  // fire() needs mu to finish
     if (getg()) nugo::yield(); else sched_yield();
   }
 }
@@ -103,9 +112,8 @@ ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, s
 
 bool stop_chan_timer(ChanTimer* ct) {
   NoPreempt np;
-  lock_idle(ct);
+  bool was_pending = lock_and_dequeue(ct);
   ct->stopped = true;
-  bool was_pending = deltimer(&ct->t);
   if (was_pending) ct->refs.fetch_sub(1, std::memory_order_relaxed);  // the heap's; not the last
   ct->mu.unlock();
   return was_pending;
@@ -113,8 +121,7 @@ bool stop_chan_timer(ChanTimer* ct) {
 
 bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
   NoPreempt np;
-  lock_idle(ct);
-  bool was_pending = deltimer(&ct->t);
+  bool was_pending = lock_and_dequeue(ct);
   if (!was_pending) ct->refs.fetch_add(1, std::memory_order_relaxed);  // a new heap reference
   ct->stopped = false;
   ct->period = period;

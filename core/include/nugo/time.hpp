@@ -6,6 +6,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 
 #include "nugo/chan.hpp"
 
@@ -16,6 +18,29 @@ using Clock = std::chrono::steady_clock;
 namespace detail {
 void sleep_until_ns(std::int64_t when);
 std::int64_t to_ns(Clock::time_point t);
+
+// "Never": a deadline this far out is kept but never reached (Go's maxWhen).
+inline constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+// Nanoseconds in d, saturated to [0, kForever]: durations of any representation, up to
+// hours::max() and beyond, never overflow (a NaN counts as forever).
+template <class Rep, class Period>
+std::int64_t saturating_ns(std::chrono::duration<Rep, Period> d) {
+  if (d <= d.zero()) return 0;
+  // Compared as long double (a 64-bit mantissa): the conversion below is exact when it is
+  // taken, and anything at or above the limit is forever.
+  const long double ns = std::chrono::duration<long double, std::nano>(d).count();
+  if (!(ns < static_cast<long double>(kForever))) return kForever;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// now + d, saturated to kForever (Go's when(d)).
+template <class Rep, class Period>
+std::int64_t deadline_after(std::chrono::duration<Rep, Period> d) {
+  std::int64_t now = to_ns(Clock::now());
+  std::int64_t ns = saturating_ns(d);
+  return ns >= kForever - now ? kForever : now + ns;
+}
 struct ChanTimer;
 ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, std::int64_t period);
 bool stop_chan_timer(ChanTimer* t);
@@ -25,9 +50,10 @@ void release_chan_timer(ChanTimer* t);
 
 // Parks the calling goroutine until t (Go's time.Sleep). Outside a goroutine, sleeps the thread.
 inline void sleep_until(Clock::time_point t) { detail::sleep_until_ns(detail::to_ns(t)); }
+// Parks it for d (zero or negative: returns at once; beyond ~292 years: forever).
 template <class Rep, class Period>
 void sleep_for(std::chrono::duration<Rep, Period> d) {
-  sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(d));
+  detail::sleep_until_ns(detail::deadline_after(d));
 }
 
 // Go's time.Timer: its channel c receives the time once, when the timer fires.
@@ -35,7 +61,7 @@ class Timer {
  public:
   template <class Rep, class Period>
   explicit Timer(std::chrono::duration<Rep, Period> d)
-      : c(1), t_(detail::new_chan_timer(c, detail::to_ns(Clock::now() + d), 0)) {}
+      : c(1), t_(detail::new_chan_timer(c, detail::deadline_after(d), 0)) {}
   ~Timer() {
     detail::stop_chan_timer(t_);
     detail::release_chan_timer(t_);
@@ -49,7 +75,7 @@ class Timer {
   // value from an earlier firing may still be in c.
   template <class Rep, class Period>
   bool reset(std::chrono::duration<Rep, Period> d) {
-    return detail::reset_chan_timer(t_, detail::to_ns(Clock::now() + d), 0);
+    return detail::reset_chan_timer(t_, detail::deadline_after(d), 0);
   }
 
   Chan<Clock::time_point> c;
@@ -65,7 +91,7 @@ class Ticker {
   template <class Rep, class Period>
   explicit Ticker(std::chrono::duration<Rep, Period> period)
       : c(1), period_(checked(period)),
-        t_(detail::new_chan_timer(c, detail::to_ns(Clock::now() + period), period_)) {}
+        t_(detail::new_chan_timer(c, detail::deadline_after(period), period_)) {}
   ~Ticker() {
     detail::stop_chan_timer(t_);
     detail::release_chan_timer(t_);
@@ -77,7 +103,7 @@ class Ticker {
   template <class Rep, class Period>
   void reset(std::chrono::duration<Rep, Period> period) {
     period_ = checked(period);
-    detail::reset_chan_timer(t_, detail::to_ns(Clock::now() + period), period_);
+    detail::reset_chan_timer(t_, detail::deadline_after(period), period_);
   }
 
   Chan<Clock::time_point> c;
@@ -85,7 +111,7 @@ class Ticker {
  private:
   template <class Rep, class Period>
   static std::int64_t checked(std::chrono::duration<Rep, Period> period) {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+    std::int64_t ns = detail::saturating_ns(period);
     if (ns <= 0) throw std::invalid_argument("nugo::Ticker: the period must be positive");
     return ns;
   }
@@ -98,7 +124,7 @@ template <class Rep, class Period>
 Chan<Clock::time_point> after(std::chrono::duration<Rep, Period> d) {
   Chan<Clock::time_point> c(1);
   detail::release_chan_timer(
-      detail::new_chan_timer(c, detail::to_ns(Clock::now() + d), 0));  // the heap keeps it
+      detail::new_chan_timer(c, detail::deadline_after(d), 0));  // the heap keeps it
   return c;
 }
 

@@ -1,0 +1,419 @@
+// Programs that attack the runtime the way a hostile user would, run as child processes by
+// hostile_test.cpp (a crash or a hang then fails one test instead of the suite). Each prints
+// what it checked and exits 0 when the runtime behaved, non-zero when it did not. The P count
+// and the slice come from the environment (NUGO_PROCS, NUGO_TIMESLICE).
+//
+//   nugo_hostile x87-sum             long double sums under preemption equal a plain thread's
+//   nugo_hostile x87-stack           x87 register stacks survive preemption and migration
+//   nugo_hostile mix SEED            yields, channels and compute between partners
+//   nugo_hostile random SEED         a seeded random mix: spawns, channels, select, timers,
+//                                    syscalls, mutexes
+//   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
+//   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
+//   nugo_hostile static-init         function-local statics with slow initializers
+//   nugo_hostile no-threads          run() when not even sysmon's thread can be created
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <nugo/nugo.hpp>
+#include <random>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---- x87 ----
+
+// A long double loop the compiler keeps on the x87 stack: about 40 ms for 20 million terms,
+// so a 10 ms slice ends inside it several times.
+__attribute__((noinline)) long double harmonic(std::int64_t n) {
+  long double s = 0;
+  for (std::int64_t i = 1; i <= n; ++i) s += 1.0L / static_cast<long double>(i);
+  return s;
+}
+
+int x87_sum() {
+  constexpr std::int64_t kTerms = 20'000'000;
+  constexpr int kGoroutines = 4;
+  long double expected = 0;
+  std::thread([&] { expected = harmonic(kTerms); }).join();
+  std::atomic<int> wrong{0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    for (int i = 0; i < kGoroutines; ++i) {
+      wg.add(1);
+      nugo::go([&] {
+        long double s = harmonic(kTerms);
+        if (std::memcmp(&s, &expected, 10) != 0) {
+          std::printf("wrong sum %.21Lg, expected %.21Lg\n", s, expected);
+          wrong.fetch_add(1);
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  std::printf("x87-sum: %d of %d sums wrong\n", wrong.load(), kGoroutines);
+  return wrong.load() == 0 ? 0 : 1;
+}
+
+// Pushes five constants on the x87 stack, spins with them there (where the signal lands),
+// then pops them and compares. Returns false if any came back changed.
+__attribute__((noinline)) bool x87_stack_round(std::uint32_t spins) {
+  long double out[5];
+  __asm__ volatile(
+      "fld1\n\t"
+      "fldpi\n\t"
+      "fldl2e\n\t"
+      "fldln2\n\t"
+      "fldlg2\n\t"
+      "mov %[spins], %%ecx\n\t"
+      "1: dec %%ecx\n\t"
+      "jnz 1b\n\t"
+      "fstpt 0(%[out])\n\t"
+      "fstpt 16(%[out])\n\t"
+      "fstpt 32(%[out])\n\t"
+      "fstpt 48(%[out])\n\t"
+      "fstpt 64(%[out])\n\t"
+      :
+      : [spins] "r"(spins), [out] "r"(out)
+      : "ecx", "memory", "cc", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)");
+  const long double log10_2 = 0.301029995663981195213738894724493027L;
+  const long double ln2 = 0.693147180559945309417232121458176568L;
+  const long double log2_e = 1.44269504088896340735992468100189214L;
+  const long double pi = 3.14159265358979323846264338327950288L;
+  return std::fabs(out[0] - log10_2) < 1e-18L && std::fabs(out[1] - ln2) < 1e-18L &&
+         std::fabs(out[2] - log2_e) < 1e-18L && std::fabs(out[3] - pi) < 1e-18L &&
+         out[4] == 1.0L;
+}
+
+int x87_stack() {
+  constexpr int kGoroutines = 8;
+  constexpr int kRounds = 4000;
+  std::atomic<int> wrong{0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    for (int i = 0; i < kGoroutines; ++i) {
+      wg.add(1);
+      nugo::go([&] {
+        for (int r = 0; r < kRounds; ++r)
+          if (!x87_stack_round(20'000)) wrong.fetch_add(1);
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  std::printf("x87-stack: %d of %d rounds wrong\n", wrong.load(), kGoroutines * kRounds);
+  return wrong.load() == 0 ? 0 : 1;
+}
+
+// ---- crash and hang mixes ----
+
+__attribute__((noinline)) std::uint64_t compute(std::uint64_t x, int n) {
+  for (int i = 0; i < n; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  return x;
+}
+
+// Pairs of goroutines pass a token back and forth through unbuffered channels; others yield
+// and compute. Every goroutine does a fixed amount of work, so the total is known.
+int mix(std::uint32_t seed) {
+  constexpr int kPairs = 8, kRounds = 3000, kYielders = 4, kComputers = 2;
+  std::atomic<std::uint64_t> sum{0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    for (int p = 0; p < kPairs; ++p) {
+      nugo::Chan<int> ping, pong;
+      wg.add(2);
+      nugo::go([=, &wg, &sum] {
+        for (int r = 0; r < kRounds; ++r) {
+          ping.send(r);
+          int v = *pong.recv();
+          sum.fetch_add(static_cast<std::uint64_t>(v), std::memory_order_relaxed);
+          if (r % 7 == 0) compute(seed + r, 2000);
+        }
+        wg.done();
+      });
+      nugo::go([=, &wg] {
+        for (int r = 0; r < kRounds; ++r) {
+          int v = *ping.recv();
+          if (r % 5 == 0) nugo::yield();
+          pong.send(v + 1);
+        }
+        wg.done();
+      });
+    }
+    // Compute for about a slice, then yield: the preemption signal is often on its way when
+    // the yield begins.
+    for (int y = 0; y < kYielders; ++y) {
+      wg.add(1);
+      nugo::go([&, y] {
+        std::uint64_t x = seed * 31 + y;
+        for (int r = 0; r < kRounds * 4; ++r) {
+          x = compute(x, 5000 + static_cast<int>(x >> 48));
+          nugo::yield();
+        }
+        if (x == 42) std::puts("");
+        wg.done();
+      });
+    }
+    for (int c = 0; c < kComputers; ++c) {
+      wg.add(1);
+      nugo::go([&, c] {
+        std::uint64_t x = seed + c;
+        for (int r = 0; r < 2000; ++r) x = compute(x, 100'000);
+        if (x == 42) std::puts("");  // keep x alive
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  std::uint64_t want = std::uint64_t{kPairs} * kRounds * (kRounds + 1) / 2;
+  std::printf("mix: sum %llu, expected %llu\n", static_cast<unsigned long long>(sum.load()),
+              static_cast<unsigned long long>(want));
+  return sum.load() == want ? 0 : 1;
+}
+
+// A random program from a seed: a tree of goroutines that spawn, talk over buffered and
+// unbuffered channels, select with timeouts, sleep, make system calls, lock mutexes and
+// compute. Every goroutine reports to a WaitGroup; the total of the tokens is checked.
+int random_mix(std::uint32_t seed) {
+  std::atomic<std::int64_t> tokens{0};
+  std::atomic<int> spawned{0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    nugo::Mutex mu;
+    std::int64_t guarded = 0;
+    nugo::Chan<int> shared(4);
+    struct Node {
+      static void run(std::uint32_t s, int depth, nugo::WaitGroup& wg, nugo::Mutex& mu,
+                      std::int64_t& guarded, nugo::Chan<int> shared,
+                      std::atomic<std::int64_t>& tokens, std::atomic<int>& spawned) {
+        std::mt19937 rng(s);
+        nugo::Chan<int> mine(rng() % 2);
+        int children = depth < 3 ? static_cast<int>(rng() % 4) : 0;
+        for (int c = 0; c < children; ++c) {
+          wg.add(1);
+          spawned.fetch_add(1);
+          std::uint32_t cs = rng();
+          nugo::go([=, &wg, &mu, &guarded, &tokens, &spawned] {
+            run(cs, depth + 1, wg, mu, guarded, shared, tokens, spawned);
+          });
+        }
+        // A helper goroutine that answers on `mine`.
+        wg.add(1);
+        spawned.fetch_add(1);
+        int asks = 1 + static_cast<int>(rng() % 20);
+        nugo::Chan<int> replies(1);
+        nugo::go([=, &wg] {
+          for (int i = 0; i < asks; ++i) replies.send(*mine.recv() * 2);
+          wg.done();
+        });
+        for (int step = 0, asked = 0; step < 60; ++step) {
+          switch (rng() % 9) {
+            case 0: nugo::yield(); break;
+            case 1: compute(rng(), static_cast<int>(rng() % 50'000)); break;
+            case 2:
+              if (asked < asks) {
+                mine.send(step);
+                tokens.fetch_add(*replies.recv() - 2 * step);
+                ++asked;
+              }
+              break;
+            case 3: {
+              int v = static_cast<int>(rng() % 100);
+              nugo::select(nugo::on_send(shared, v, [&] { tokens.fetch_add(v); }),
+                           nugo::on_recv(shared, [&](std::optional<int> got) { tokens.fetch_sub(*got); }),
+                           nugo::on_recv(nugo::after(std::chrono::microseconds(rng() % 200))));
+              break;
+            }
+            case 4: nugo::sleep_for(std::chrono::microseconds(rng() % 300)); break;
+            case 5: nugo::syscall([] { return ::getpid(); }); break;
+            case 6: {
+              std::lock_guard lock(mu);
+              ++guarded;
+              compute(step, 500);
+              --guarded;
+              break;
+            }
+            case 7: {
+              nugo::Timer t(std::chrono::microseconds(rng() % 100));
+              if (rng() % 2) t.stop(); else t.c.recv();
+              break;
+            }
+            case 8: nugo::syscall([&] { timespec ts{0, 20'000}; return ::nanosleep(&ts, nullptr); }); break;
+          }
+          if (asked < asks && step >= 50) {  // make sure the helper gets all its asks
+            mine.send(step);
+            tokens.fetch_add(*replies.recv() - 2 * step);
+            ++asked;
+            --step;
+          }
+        }
+        wg.done();
+      }
+    };
+    wg.add(1);
+    nugo::go([&] { Node::run(seed, 0, wg, mu, guarded, shared, tokens, spawned); });
+    wg.wait();
+    // What is still buffered in `shared` was counted when sent.
+    for (auto v = shared.try_recv(); v.ready; v = shared.try_recv()) tokens.fetch_sub(*v.value);
+    if (guarded != 0) std::printf("mutex broken: guarded %lld\n", static_cast<long long>(guarded));
+  });
+  std::printf("random %u: %d goroutines, token balance %lld\n", seed, spawned.load() + 1,
+              static_cast<long long>(tokens.load()));
+  return tokens.load() == 0 ? 0 : 1;
+}
+
+int yield_spin() {
+  constexpr int kYielders = 4, kYields = 20'000;
+  std::atomic<int> yields{0};
+  nugo::run([&] {
+    std::atomic<bool> stop{false};
+    nugo::WaitGroup wg, spinners;
+    for (int i = 0; i < kYielders; ++i) {
+      wg.add(1);
+      nugo::go([&] {
+        std::uint64_t x = 7;
+        for (int r = 0; r < kYields; ++r) {
+          x = compute(x, 2000 + static_cast<int>(x >> 50));
+          nugo::yield();
+          yields.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (x == 42) std::puts("");
+        wg.done();
+      });
+    }
+    for (int i = 0; i < 2; ++i) {
+      spinners.add(1);
+      nugo::go([&] {
+        std::uint64_t x = 1;
+        while (!stop.load(std::memory_order_relaxed)) x = compute(x, 1000);
+        if (x == 42) std::puts("");
+        spinners.done();
+      });
+    }
+    wg.wait();
+    stop.store(true);
+    spinners.wait();
+  });
+  std::printf("yield-spin: %d yields\n", yields.load());
+  return yields.load() == kYielders * kYields ? 0 : 1;
+}
+
+__attribute__((noinline)) void spin_for(std::chrono::nanoseconds d) {
+  auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// Two goroutines on one P take a std::mutex, compute 20 us holding it, and let go, for a
+// fixed number of rounds. A preemption while one holds it would make the other block its
+// thread in the kernel, forever.
+int std_mutex() {
+  constexpr int kRounds = 20'000;
+  std::atomic<int> rounds{0};
+  std::mutex mu;
+  std::shared_mutex rw;
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    for (int i = 0; i < 4; ++i) {
+      wg.add(1);
+      nugo::go([&, i] {
+        for (int r = 0; r < kRounds / 4; ++r) {
+          if (i % 2 == 0) {
+            std::lock_guard lock(mu);
+            spin_for(20us);
+          } else {
+            std::unique_lock lock(rw);
+            spin_for(20us);
+          }
+          rounds.fetch_add(1, std::memory_order_relaxed);
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  std::printf("std-mutex: %d rounds\n", rounds.load());
+  return rounds.load() == kRounds ? 0 : 1;
+}
+
+// Each instance's static takes about 2 ms to initialize; every goroutine wants each of them.
+template <int N>
+__attribute__((noinline)) int slow_static() {
+  static const int value = [] {
+    spin_for(2ms);
+    return N + 1;
+  }();
+  return value;
+}
+
+template <int... Ns>
+int all_statics(std::integer_sequence<int, Ns...>) {
+  return (slow_static<Ns>() + ...);
+}
+
+int static_init() {
+  constexpr int kStatics = 40;
+  std::atomic<int> wrong{0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    for (int i = 0; i < 8; ++i) {
+      wg.add(1);
+      nugo::go([&] {
+        int total = all_statics(std::make_integer_sequence<int, kStatics>{});
+        if (total != kStatics * (kStatics + 1) / 2) wrong.fetch_add(1);
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  std::printf("static-init: %d wrong\n", wrong.load());
+  return wrong.load() == 0 ? 0 : 1;
+}
+
+// No thread can be created: the runtime must say so, not die in std::terminate.
+int no_threads() {
+  if (geteuid() == 0) {  // root ignores RLIMIT_NPROC: become nobody first
+    if (setgid(65534) != 0 || setuid(65534) != 0) {
+      std::perror("setuid");
+      return 3;
+    }
+  }
+  rlimit lim{1, 1};
+  if (setrlimit(RLIMIT_NPROC, &lim) != 0) {
+    std::perror("setrlimit");
+    return 3;
+  }
+  return nugo::run([] { std::puts("ran without threads?"); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  auto seed = static_cast<std::uint32_t>(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (mode == "x87-sum") return x87_sum();
+  if (mode == "x87-stack") return x87_stack();
+  if (mode == "mix") return mix(seed);
+  if (mode == "random") return random_mix(seed);
+  if (mode == "yield-spin") return yield_spin();
+  if (mode == "std-mutex") return std_mutex();
+  if (mode == "static-init") return static_init();
+  if (mode == "no-threads") return no_threads();
+  std::fprintf(stderr, "usage: nugo_hostile x87-sum|x87-stack|mix SEED|random SEED|yield-spin|"
+                       "std-mutex|static-init|no-threads\n");
+  return 64;
+}
