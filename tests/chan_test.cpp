@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <nugo/nugo.hpp>
 #include <numeric>
 #include <thread>
@@ -389,4 +391,16 @@ TEST_CASE("a blocking receive from a plain thread is refused and leaves the chan
     nugo::go([=] { c.send(5); });
     CHECK(c.recv() == 5);
   }, cfg);
+}
+
+// Issue 9.6: Go's "makechan: size out of range".
+TEST_CASE("a channel whose buffer size overflows or cannot exist is refused", "[sched][chan]") {
+  nugo::run([] {
+    CHECK_THROWS_AS(nugo::Chan<std::uint64_t>((std::size_t{1} << 61) + 1), std::length_error);
+    CHECK_THROWS_AS(nugo::Chan<std::uint64_t>(SIZE_MAX), std::length_error);
+    CHECK_THROWS_AS(nugo::Chan<char>(std::size_t{1} << 48), std::length_error);
+    CHECK_THROWS_WITH(nugo::Chan<std::uint64_t>(SIZE_MAX / 4), Catch::Contains("out of range"));
+    nugo::Chan<std::uint64_t> fine(1 << 20);
+    CHECK(fine.cap() == std::size_t{1} << 20);
+  });
 }

@@ -1,35 +1,18 @@
 // What ends a process, checked in a child process: configuration errors name the variable and
 // exit with 2; a panicking goroutine and a stack overflow name the goroutine.
-#include <sys/wait.h>
-
-#include <array>
+#include <csignal>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <nugo/nugo.hpp>
 #include <string>
 
+#include "child_process.hpp"
+
 namespace {
 
-struct ChildResult {
-  int exit_code = -1;  // -1 if killed by a signal
-  int signal = 0;
-  std::string output;  // stdout and stderr together
-};
-
-// A child that hangs is killed after 60 s (exit_code -1, signal 9), so a hang fails the test
-// instead of stalling the suite.
 ChildResult run_child(const std::string& env, const std::string& mode) {
-  std::string cmd = "exec timeout -s KILL 60 env " + env + " " NUGO_TEST_CHILD " " + mode + " 2>&1";
-  ChildResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
+  return run_child_process(env, NUGO_TEST_CHILD " " + mode);
 }
 
 }  // namespace
@@ -142,4 +125,18 @@ TEST_CASE("NUGO_DEBUG=deadlock=0 turns the report off; bad settings are named", 
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("NUGO_DEBUG") != std::string::npos);
   CHECK(r.output.find("deadlok=0") != std::string::npos);
+}
+
+// Issue 9.7: one P per PU, but never more than Config::kMaxProcs, as Go caps GOMAXPROCS.
+TEST_CASE("the P count is capped at Config::kMaxProcs on a topology with more PUs", "[fatal]") {
+  nugo::Config cfg;
+  cfg.topology = "synthetic:pack:2 core:512 pu:2";  // 2,048 PUs
+  int procs = 0;
+  nugo::run([&] { procs = nugo::gomaxprocs(); }, cfg);
+  CHECK(procs == nugo::Config::kMaxProcs);
+  cfg.procs = 3;
+  nugo::run([&] { procs = nugo::gomaxprocs(); }, cfg);
+  CHECK(procs == 3);
+  cfg.procs = nugo::Config::kMaxProcs + 1;
+  CHECK_THROWS_AS(nugo::run([] {}, cfg), nugo::ConfigError);
 }

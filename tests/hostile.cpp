@@ -6,8 +6,8 @@
 //   nugo_hostile x87-sum             long double sums under preemption equal a plain thread's
 //   nugo_hostile x87-stack           x87 register stacks survive preemption and migration
 //   nugo_hostile mix SEED            yields, channels and compute between partners
-//   nugo_hostile random SEED         a seeded random mix: spawns, channels, select, timers,
-//                                    syscalls, mutexes
+//   nugo_hostile random SEED [N]     a seeded random mix: spawns, channels, select, timers,
+//                                    syscalls, mutexes (N seeds from SEED, one run() each)
 //   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
 //   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
 //   nugo_hostile static-init         function-local statics with slow initializers
@@ -270,9 +270,12 @@ int random_mix(std::uint32_t seed) {
     for (auto v = shared.try_recv(); v.ready; v = shared.try_recv()) tokens.fetch_sub(*v.value);
     if (guarded != 0) std::printf("mutex broken: guarded %lld\n", static_cast<long long>(guarded));
   });
-  std::printf("random %u: %d goroutines, token balance %lld\n", seed, spawned.load() + 1,
-              static_cast<long long>(tokens.load()));
-  return tokens.load() == 0 ? 0 : 1;
+  if (tokens.load() != 0) {
+    std::printf("random %u: %d goroutines, token balance %lld\n", seed, spawned.load() + 1,
+                static_cast<long long>(tokens.load()));
+    return 1;
+  }
+  return 0;
 }
 
 int yield_spin() {
@@ -408,7 +411,12 @@ int main(int argc, char** argv) {
   if (mode == "x87-sum") return x87_sum();
   if (mode == "x87-stack") return x87_stack();
   if (mode == "mix") return mix(seed);
-  if (mode == "random") return random_mix(seed);
+  if (mode == "random") {  // random FIRST [COUNT]: COUNT seeds from FIRST, one run() each
+    int count = argc > 3 ? std::atoi(argv[3]) : 1;
+    for (int i = 0; i < count; ++i)
+      if (int rc = random_mix(seed + static_cast<std::uint32_t>(i))) return rc;
+    return 0;
+  }
   if (mode == "yield-spin") return yield_spin();
   if (mode == "std-mutex") return std_mutex();
   if (mode == "static-init") return static_init();

@@ -249,6 +249,47 @@ TEST_CASE("a write deadline fires while the peer does not read") {
   });
 }
 
+// Issue 9.6: as Go's pollDesc.prepare, a call whose deadline has passed fails with a
+// timeout without touching the socket, even when the socket could do it at once.
+TEST_CASE("reads, writes and accepts with a deadline in the past fail at once with a timeout") {
+  for (int procs : {1, 2}) {
+    run_procs(procs, [] {
+      auto ln = nugo::net::listen("127.0.0.1", 0);
+      REQUIRE(ln);
+      auto c = nugo::net::dial("127.0.0.1", ln->port());
+      REQUIRE(c);
+      auto peer = ln->accept();
+      REQUIRE(peer);
+      REQUIRE(peer->write_all("data", 4));  // readable now
+
+      c->set_write_deadline(nugo::io::Clock::now() - 1s);
+      auto w = c->write("x", 1);
+      CHECK(w.err == Errc::timeout);
+      CHECK(w.n == 0);
+      CHECK(c->write_all("xy", 2).err == Errc::timeout);
+      c->set_read_deadline(nugo::io::Clock::time_point{} + 1ns);  // just after the epoch
+      char buf[4];
+      auto r = c->read(buf, sizeof buf);
+      CHECK(r.err == Errc::timeout);
+      CHECK(r.n == 0);
+
+      // Nothing was sent: the peer sees no byte once the deadline is lifted and we close.
+      c->set_deadline(nugo::net::no_deadline);
+      CHECK(c->read_full(buf, 4));  // the data was left where it was
+      CHECK(std::string(buf, 4) == "data");
+      c->close();
+      CHECK(peer->read(buf, sizeof buf).err == Errc::eof);
+
+      auto waiting = nugo::net::dial("127.0.0.1", ln->port());  // queued for accept
+      REQUIRE(waiting);
+      ln->set_deadline(nugo::io::Clock::now() - 1ms);
+      CHECK(ln->accept().error() == Errc::timeout);
+      ln->set_deadline(nugo::net::no_deadline);
+      CHECK(ln->accept());
+    });
+  }
+}
+
 TEST_CASE("closing a connection wakes its blocked reader, writer and acceptor with Errc::closed") {
   run_procs(2, [] {
     auto ln = nugo::net::listen("127.0.0.1", 0);

@@ -322,3 +322,68 @@ TEST_CASE("closing a timer's channel does not break the scheduler", "[sched][tim
     nugo::sleep_for(5ms);
   });
 }
+
+// Issue 9.4: deadlines saturate instead of overflowing. Each goroutine below must still be
+// asleep 300 ms later; it is abandoned when run() returns, as Go abandons it at exit.
+TEST_CASE("durations too long to represent wait forever; zero and negative return at once",
+          "[sched][time]") {
+  nugo::run([] {
+    std::atomic<int> woke{0};
+    auto sleeper = [&](auto wait) { nugo::go([&woke, wait] { wait(); woke.fetch_add(1); }); };
+    sleeper([] { nugo::sleep_for(std::chrono::nanoseconds::max()); });
+    sleeper([] { nugo::sleep_for(std::chrono::years(300)); });
+    sleeper([] { nugo::sleep_for(std::chrono::hours::max()); });
+    sleeper([] { nugo::sleep_for(std::chrono::duration<double>(1e300)); });
+    sleeper([] { nugo::sleep_until(nugo::Clock::time_point::max()); });
+    sleeper([] { nugo::after(std::chrono::years(300)).recv(); });
+    sleeper([] { nugo::Timer t(std::chrono::seconds::max()); t.c.recv(); });
+    sleeper([] { nugo::Ticker k(std::chrono::hours::max()); k.c.recv(); });
+    sleeper([] {
+      nugo::Timer t(1ms);
+      t.reset(std::chrono::nanoseconds::max());
+      t.c.recv();
+    });
+    nugo::sleep_for(300ms);
+    CHECK(woke.load() == 0);
+
+    auto t0 = std::chrono::steady_clock::now();
+    nugo::sleep_for(std::chrono::nanoseconds::zero());
+    nugo::sleep_for(std::chrono::nanoseconds::min());
+    nugo::sleep_for(std::chrono::hours::min());
+    nugo::sleep_for(-1s);
+    nugo::sleep_until(nugo::Clock::time_point::min());
+    nugo::sleep_until(nugo::Clock::time_point{});
+    nugo::after(std::chrono::hours::min()).recv();
+    nugo::Timer t(std::chrono::seconds::min());
+    t.c.recv();
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);  // generous: "at once", not "forever"
+    CHECK_THROWS_AS(nugo::Ticker(std::chrono::seconds::min()), std::invalid_argument);
+    CHECK_THROWS_AS(nugo::Ticker(0ns), std::invalid_argument);
+  });
+}
+
+// Issue 9.5: another P pops the timer while stop() runs; stop() must wait for the firing,
+// so that nothing arrives after stop() has returned and the channel has been drained.
+TEST_CASE("a stopped and drained Ticker never ticks again; Timer::stop false means a value came",
+          "[sched][time]") {
+  nugo::run([] {
+    int late_ticks = 0, late_values = 0, lost_values = 0;
+    for (int i = 0; i < 200; ++i) {
+      nugo::Ticker k(std::chrono::microseconds(20 + i % 30));
+      nugo::sleep_for(std::chrono::microseconds((i * 13) % 90));
+      k.stop();
+      (void)k.c.try_recv();  // drain a tick delivered before stop
+      nugo::sleep_for(std::chrono::microseconds(200));
+      if (k.c.try_recv().ready) ++late_ticks;
+
+      nugo::Timer t(std::chrono::microseconds(i % 40));
+      nugo::sleep_for(std::chrono::microseconds((i * 7) % 50));
+      if (!t.stop() && !t.c.try_recv().ready) ++lost_values;
+      nugo::sleep_for(std::chrono::microseconds(100));
+      if (t.c.try_recv().ready) ++late_values;  // nothing may arrive after stop()
+    }
+    CHECK(late_ticks == 0);
+    CHECK(late_values == 0);
+    CHECK(lost_values == 0);
+  });
+}

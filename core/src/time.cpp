@@ -64,6 +64,10 @@ void fire(void* arg, std::int64_t now) {
   } catch (const Panic&) {
     // The user closed the timer's channel: nothing to deliver to.
   }
+  // This firing is over before a re-armed ticker can be popped again: once addtimer has
+  // published it, another P may pop it and set `running` for the next firing at once, which
+  // a later store of ours would hide from stop() (lock_and_dequeue).
+  ct->t.running.store(false, std::memory_order_release);
   if (ct->period > 0 && !ct->stopped && !ct->t.pp.load()) {
     std::int64_t next = ct->period >= kForever - ct->t.when ? kForever : ct->t.when + ct->period;
     if (next <= now) next = now + ct->period - (now - ct->t.when) % ct->period;  // behind: skip
@@ -71,7 +75,6 @@ void fire(void* arg, std::int64_t now) {
     ct->refs.fetch_add(1, std::memory_order_relaxed);
     addtimer(&ct->t);
   }
-  ct->t.running.store(false, std::memory_order_release);
   ct->mu.unlock();
   release_chan_timer(ct);
 }
