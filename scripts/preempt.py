@@ -10,7 +10,9 @@ only), and writes OUT_DIR/preempt.md and preempt.json.
 Targets (issue 4), checked in the same run:
   preempt_latency   p99 wake delay <= 1.2x the configured slice
   preempt_overhead  throughput loss against asyncpreemptoff <= 1% at a 1 ms slice
-Everything else is reported, not judged. Exit status: 0 when all ran (targets
+Everything else is reported, not judged: the preemption latency beside a hog
+that holds a std::mutex (lock_hog), and what counting the locks of the thread
+costs per uncontended lock + unlock (thread_lock/counted against /direct). Exit status: 0 when all ran (targets
 may miss: the table says so), 1 when a benchmark failed to run, 2 on bad usage.
 """
 import json
@@ -92,6 +94,15 @@ def main() -> int:
         gp99 = f"{g['p99_us']:.0f} us" if g else "-"
         lines.append(f"| {s} | {b['p50_us']:.0f} us | {b['p99_us']:.0f} us | {gp50} | {gp99} | "
                      f"{ratio:.2f}x | {'met' if ratio <= 1.2 else 'missed'} |")
+    lines += ["", "## Preemption latency beside a hog that holds a std::mutex for 20 us at a time", "",
+              "The signal is declined while the lock is held; the unlock yields (core/README.md, "
+              "\"Locks of the thread\"). Same 1 P set-up as above.", "",
+              "| slice | p50 | p99 | p99 / slice | call-free hog's p99 |", "|---|---|---|---|---|"]
+    for s, us in (("10ms", 10000), ("1ms", 1000), ("200us", 200)):
+        b = nugo[f"preempt_latency/lock_hog:{s}"]
+        lines.append(f"| {s} | {b['p50_us']:.0f} us | {b['p99_us']:.0f} us | {b['p99_us'] / us:.2f}x | "
+                     f"{nugo[f'preempt_latency/slice:{s}']['p99_us']:.0f} us |")
+
     def per_iter(name):  # the bench's real time per 200M-iteration op, in ns per iteration
         b = nugo[name]
         return b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b["time_unit"]] / 200e6
@@ -123,6 +134,11 @@ def main() -> int:
               f"{go.get('BenchmarkSyscallGetpid', {}).get('ns/op', float('nan')):.1f} ns |",
               f"| getpid, raw | {ns('raw_getpid'):.1f} ns | "
               f"{go.get('BenchmarkRawGetpid', {}).get('ns/op', float('nan')):.1f} ns |"]
+    counted, direct = ns("thread_lock/counted"), ns("thread_lock/direct")
+    lines += ["", "## Counting the locks of the thread (uncontended std::mutex lock + unlock)", "",
+              "| through nugo's interposers | libc's functions directly | cost of counting |",
+              "|---|---|---|",
+              f"| {counted:.1f} ns | {direct:.1f} ns | {counted - direct:+.1f} ns |"]
     st, gst = nugo["syscall_storm"], go.get("BenchmarkSyscallStorm", {})
     lines += ["", "## Threads in a storm of 400 one-second sleep syscalls (2 Ps)", "",
               "| | nugo | Go |", "|---|---|---|",

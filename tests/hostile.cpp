@@ -27,6 +27,8 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -120,6 +122,37 @@ int x87_stack() {
 
 // ---- crash and hang mixes ----
 
+// Spawns f counted in wg, with wg.done() run by the closure's destructor after everything f
+// captured has been destroyed. So once wg.wait() returns, no goroutine still owns anything:
+// run() abandons goroutines wherever they are when main returns, and a channel a goroutine
+// had not let go of yet would be reported as a leak by LeakSanitizer. The closure must be
+// stored inside the G (a heap-allocated one is freed after its destructor has run).
+class DoneOnDestroy {
+ public:
+  explicit DoneOnDestroy(nugo::WaitGroup* wg) : wg_(wg) { wg_->add(1); }
+  DoneOnDestroy(DoneOnDestroy&& o) noexcept : wg_(std::exchange(o.wg_, nullptr)) {}
+  ~DoneOnDestroy() {
+    if (wg_) wg_->done();
+  }
+
+ private:
+  nugo::WaitGroup* wg_;
+};
+
+template <class F>
+struct Counted {
+  DoneOnDestroy done;  // declared first, destroyed last
+  F f;
+  void operator()() { f(); }
+};
+
+template <class F>
+void go_counted(nugo::WaitGroup& wg, F f) {
+  static_assert(sizeof(Counted<F>) <= nugo::detail::Closure::kInline &&
+                std::is_nothrow_move_constructible_v<F>, "must be stored inside the G");
+  nugo::go(Counted<F>{DoneOnDestroy(&wg), std::move(f)});
+}
+
 __attribute__((noinline)) std::uint64_t compute(std::uint64_t x, int n) {
   for (int i = 0; i < n; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
   return x;
@@ -134,23 +167,20 @@ int mix(std::uint32_t seed) {
     nugo::WaitGroup wg;
     for (int p = 0; p < kPairs; ++p) {
       nugo::Chan<int> ping, pong;
-      wg.add(2);
-      nugo::go([=, &wg, &sum] {
+      go_counted(wg, [=, &sum] {
         for (int r = 0; r < kRounds; ++r) {
           ping.send(r);
           int v = *pong.recv();
           sum.fetch_add(static_cast<std::uint64_t>(v), std::memory_order_relaxed);
           if (r % 7 == 0) compute(seed + r, 2000);
         }
-        wg.done();
       });
-      nugo::go([=, &wg] {
+      go_counted(wg, [=] {
         for (int r = 0; r < kRounds; ++r) {
           int v = *ping.recv();
           if (r % 5 == 0) nugo::yield();
           pong.send(v + 1);
         }
-        wg.done();
       });
     }
     // Compute for about a slice, then yield: the preemption signal is often on its way when
@@ -187,92 +217,87 @@ int mix(std::uint32_t seed) {
 // A random program from a seed: a tree of goroutines that spawn, talk over buffered and
 // unbuffered channels, select with timeouts, sleep, make system calls, lock mutexes and
 // compute. Every goroutine reports to a WaitGroup; the total of the tokens is checked.
-int random_mix(std::uint32_t seed) {
+struct RandomEnv {
+  nugo::WaitGroup wg;
+  nugo::Mutex mu;
+  std::int64_t guarded = 0;
+  nugo::Chan<int> shared{4};
   std::atomic<std::int64_t> tokens{0};
   std::atomic<int> spawned{0};
-  nugo::run([&] {
-    nugo::WaitGroup wg;
-    nugo::Mutex mu;
-    std::int64_t guarded = 0;
-    nugo::Chan<int> shared(4);
-    struct Node {
-      static void run(std::uint32_t s, int depth, nugo::WaitGroup& wg, nugo::Mutex& mu,
-                      std::int64_t& guarded, nugo::Chan<int> shared,
-                      std::atomic<std::int64_t>& tokens, std::atomic<int>& spawned) {
-        std::mt19937 rng(s);
-        nugo::Chan<int> mine(rng() % 2);
-        int children = depth < 3 ? static_cast<int>(rng() % 4) : 0;
-        for (int c = 0; c < children; ++c) {
-          wg.add(1);
-          spawned.fetch_add(1);
-          std::uint32_t cs = rng();
-          nugo::go([=, &wg, &mu, &guarded, &tokens, &spawned] {
-            run(cs, depth + 1, wg, mu, guarded, shared, tokens, spawned);
-          });
-        }
-        // A helper goroutine that answers on `mine`.
-        wg.add(1);
-        spawned.fetch_add(1);
-        int asks = 1 + static_cast<int>(rng() % 20);
-        nugo::Chan<int> replies(1);
-        nugo::go([=, &wg] {
-          for (int i = 0; i < asks; ++i) replies.send(*mine.recv() * 2);
-          wg.done();
-        });
-        for (int step = 0, asked = 0; step < 60; ++step) {
-          switch (rng() % 9) {
-            case 0: nugo::yield(); break;
-            case 1: compute(rng(), static_cast<int>(rng() % 50'000)); break;
-            case 2:
-              if (asked < asks) {
-                mine.send(step);
-                tokens.fetch_add(*replies.recv() - 2 * step);
-                ++asked;
-              }
-              break;
-            case 3: {
-              int v = static_cast<int>(rng() % 100);
-              nugo::select(nugo::on_send(shared, v, [&] { tokens.fetch_add(v); }),
-                           nugo::on_recv(shared, [&](std::optional<int> got) { tokens.fetch_sub(*got); }),
-                           nugo::on_recv(nugo::after(std::chrono::microseconds(rng() % 200))));
-              break;
-            }
-            case 4: nugo::sleep_for(std::chrono::microseconds(rng() % 300)); break;
-            case 5: nugo::syscall([] { return ::getpid(); }); break;
-            case 6: {
-              std::lock_guard lock(mu);
-              ++guarded;
-              compute(step, 500);
-              --guarded;
-              break;
-            }
-            case 7: {
-              nugo::Timer t(std::chrono::microseconds(rng() % 100));
-              if (rng() % 2) t.stop(); else t.c.recv();
-              break;
-            }
-            case 8: nugo::syscall([&] { timespec ts{0, 20'000}; return ::nanosleep(&ts, nullptr); }); break;
-          }
-          if (asked < asks && step >= 50) {  // make sure the helper gets all its asks
-            mine.send(step);
-            tokens.fetch_add(*replies.recv() - 2 * step);
-            ++asked;
-            --step;
-          }
-        }
-        wg.done();
-      }
-    };
-    wg.add(1);
-    nugo::go([&] { Node::run(seed, 0, wg, mu, guarded, shared, tokens, spawned); });
-    wg.wait();
-    // What is still buffered in `shared` was counted when sent.
-    for (auto v = shared.try_recv(); v.ready; v = shared.try_recv()) tokens.fetch_sub(*v.value);
-    if (guarded != 0) std::printf("mutex broken: guarded %lld\n", static_cast<long long>(guarded));
+};
+
+// One goroutine of a random program: spawns children, asks a helper goroutine questions over
+// its own channel, and does random things in between.
+void random_node(RandomEnv* env, std::uint32_t seed, int depth) {
+  std::mt19937 rng(seed);
+  int children = depth < 3 ? static_cast<int>(rng() % 4) : 0;
+  for (int c = 0; c < children; ++c) {
+    env->spawned.fetch_add(1);
+    std::uint32_t cs = rng();
+    go_counted(env->wg, [env, cs, depth] { random_node(env, cs, depth + 1); });
+  }
+  nugo::Chan<int> asks_ch(rng() % 2);
+  nugo::Chan<int> replies(1);
+  int asks = 1 + static_cast<int>(rng() % 20);
+  env->spawned.fetch_add(1);
+  go_counted(env->wg, [asks_ch, replies, asks] {
+    for (int i = 0; i < asks; ++i) replies.send(*asks_ch.recv() * 2);
   });
-  if (tokens.load() != 0) {
-    std::printf("random %u: %d goroutines, token balance %lld\n", seed, spawned.load() + 1,
-                static_cast<long long>(tokens.load()));
+  int asked = 0;
+  auto ask = [&](int v) {
+    asks_ch.send(v);
+    env->tokens.fetch_add(*replies.recv() - 2 * v);
+    ++asked;
+  };
+  for (int step = 0; step < 60; ++step) {
+    switch (rng() % 9) {
+      case 0: nugo::yield(); break;
+      case 1: compute(rng(), static_cast<int>(rng() % 50'000)); break;
+      case 2:
+        if (asked < asks) ask(step);
+        break;
+      case 3: {
+        int v = static_cast<int>(rng() % 100);
+        nugo::select(nugo::on_send(env->shared, v, [&] { env->tokens.fetch_add(v); }),
+                     nugo::on_recv(env->shared, [&](std::optional<int> got) { env->tokens.fetch_sub(*got); }),
+                     nugo::on_recv(nugo::after(std::chrono::microseconds(rng() % 200))));
+        break;
+      }
+      case 4: nugo::sleep_for(std::chrono::microseconds(rng() % 300)); break;
+      case 5: nugo::syscall([] { return ::getpid(); }); break;
+      case 6: {
+        std::lock_guard lock(env->mu);
+        ++env->guarded;
+        compute(step, 500);
+        --env->guarded;
+        break;
+      }
+      case 7: {
+        nugo::Timer t(std::chrono::microseconds(rng() % 100));
+        if (rng() % 2) t.stop(); else t.c.recv();
+        break;
+      }
+      case 8: nugo::syscall([] { timespec ts{0, 20'000}; return ::nanosleep(&ts, nullptr); }); break;
+    }
+  }
+  while (asked < asks) ask(asked);  // the helper expects all its questions
+}
+
+// A random program from a seed: a tree of goroutines that spawn, talk over buffered and
+// unbuffered channels, select with timeouts, sleep, make system calls, lock mutexes and
+// compute. The total of the tokens that move is checked.
+int random_mix(std::uint32_t seed) {
+  RandomEnv env;
+  nugo::run([&] {
+    go_counted(env.wg, [e = &env, seed] { random_node(e, seed, 0); });
+    env.wg.wait();
+    // What is still buffered in `shared` was counted when sent.
+    for (auto v = env.shared.try_recv(); v.ready; v = env.shared.try_recv()) env.tokens.fetch_sub(*v.value);
+    if (env.guarded != 0) std::printf("mutex broken: guarded %lld\n", static_cast<long long>(env.guarded));
+  });
+  if (env.tokens.load() != 0 || env.guarded != 0) {
+    std::printf("random %u: %d goroutines, token balance %lld\n", seed, env.spawned.load() + 1,
+                static_cast<long long>(env.tokens.load()));
     return 1;
   }
   return 0;

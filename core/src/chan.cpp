@@ -297,6 +297,7 @@ void closechan(hchan* c) {
 }
 
 std::size_t chanlen(const hchan* c) {
+  NoPreempt np;
   auto* mc = const_cast<hchan*>(c);
   mc->lock.lock();
   std::size_t n = c->qcount;

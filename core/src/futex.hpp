@@ -14,9 +14,21 @@ void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
                       std::int64_t deadline_ns);
 void futex_wake(std::atomic<std::uint32_t>* addr, int count);
 
+// The lock rule (Go's: the runtime is never preempted while it holds a lock): a goroutine
+// takes a runtime lock only inside a NoPreempt scope (preempt.hpp), else the preemption
+// signal could stop it holding the lock and every M that wants the lock would sleep in the
+// kernel, the holder with no M to run on. Checked in sanitizer builds, where a goroutine
+// breaking it is a fatal error naming it (proc.cpp).
+#if NUGO_ASAN
+void check_lock_rule();
+#else
+inline void check_lock_rule() {}
+#endif
+
 // A test-and-test-and-set spin lock on a bare word, for the wait lists inside public objects
 // (WaitGroup, Sema, Cond), whose critical sections are a few instructions long.
 inline void spin_lock(std::atomic<std::uint32_t>& l) {
+  check_lock_rule();
   while (l.exchange(1, std::memory_order_acquire) != 0)
     while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
 }
@@ -27,6 +39,7 @@ inline void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_
 class Lock {
  public:
   void lock() {
+    check_lock_rule();
     std::uint32_t free = 0;
     if (state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) return;
     lock_slow();

@@ -137,6 +137,7 @@ class NetFD {
 
   // At runtime stop: sockets whose owner is gone and whose remaining calls were abandoned.
   static void free_orphans() {
+    nugo::detail::NoPreempt np;
     orphans_lock.lock();
     std::vector<NetFD*> all(orphans().begin(), orphans().end());
     orphans().clear();
@@ -214,11 +215,13 @@ class NetFD {
     return *set;
   }
   static void add_orphan(NetFD* fd) {
+    nugo::detail::NoPreempt np;
     orphans_lock.lock();
     orphans().insert(fd);
     orphans_lock.unlock();
   }
   static void remove_orphan(NetFD* fd) {
+    nugo::detail::NoPreempt np;
     orphans_lock.lock();
     orphans().erase(fd);
     orphans_lock.unlock();
@@ -570,6 +573,7 @@ std::unordered_map<int, PollDesc*>& table() {
 }
 
 void release_user(PollDesc* pd) {
+  nugo::detail::NoPreempt np;
   table_lock.lock();
   bool last = --pd->user_refs == 0 && pd->closing.load();
   table_lock.unlock();

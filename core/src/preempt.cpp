@@ -147,14 +147,15 @@ bool async_safe_point(M* m, const ucontext_t* uc) {
   auto hi = reinterpret_cast<std::uintptr_t>(gp->stack.hi);
   if (sp <= lo || sp > hi || sp - lo < kRedZone + nugo_xsave_size + kYieldRoom) return false;
   auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  if (in_nopreempt_section(pc) || in_no_preempt_text(pc)) return false;
-  // Safe but for a lock of the thread the goroutine holds: the unlock that releases the last
-  // one yields instead (threadlocks.hpp). Go's m.locks with its preempt-on-release.
+  if (in_nopreempt_section(pc)) return false;
+  // The goroutine holds a lock of the thread (threadlocks.hpp): the unlock that releases the
+  // last one yields instead, wherever the signal found it (a goroutine holding a lock often
+  // sits in libc or the vDSO). Go's m.locks, with its preemption at releasem.
   if (thread_locks.held != 0) {
     thread_locks.preempt_deferred = true;
     return false;
   }
-  return true;
+  return !in_no_preempt_text(pc);
 }
 
 // Makes the interrupted code call nugo_async_preempt, as if from the interrupted PC.

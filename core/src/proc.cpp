@@ -711,6 +711,14 @@ NUGO_NOPREEMPT G* getg() {
   return m ? m->curg : nullptr;
 }
 
+#if NUGO_ASAN
+void check_lock_rule() {
+  if (G* gp = getg(); gp && gp->locks == 0)
+    fatal("goroutine %lld takes a runtime lock outside NoPreempt (preempt.hpp)",
+          static_cast<long long>(gp->goid));
+}
+#endif
+
 // ---- Ms and Ps ----
 
 namespace {

@@ -2,13 +2,21 @@
 // experiments/baselines/go/preempt_test.go (scripts/preempt.py runs both).
 //   preempt_latency/slice:S   1 P: a call-free spinning hog, and a goroutine sleeping 100 us
 //                             in a loop; p50_us/p99_us of how late each sleep returns
+//   preempt_latency/lock_hog:S   the same with a hog that holds a std::mutex for 20 us at a
+//                             time, almost always: preempted at the unlock (threadlocks.hpp)
 //   preempt_overhead/slice:S  1 P: ns per iteration of a compute loop, preempted every slice
 //   preempt_overhead/async:off   the same loop with NUGO_DEBUG=asyncpreemptoff=1
 //   syscall_empty             nugo::syscall around nothing: entersyscall + exitsyscall
 //   syscall_getpid            nugo::syscall(getpid) (Go: syscall.Syscall(SYS_GETPID))
 //   raw_getpid                getpid without the runtime knowing (Go: syscall.RawSyscall)
+//   thread_lock/counted       an uncontended std::mutex lock + unlock in a goroutine, through
+//                             nugo's counting interposers
+//   thread_lock/direct        the same through libc's pthread_mutex_lock/unlock called
+//                             directly: the interposers' cost is counted - direct
 //   syscall_storm             400 goroutines each in a 1 s nanosleep syscall at once:
 //                             threads_peak while they sleep, threads_after 2 s later
+#include <dlfcn.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <nugo/nugo.hpp>
 #include <string>
 #include <vector>
@@ -52,7 +61,21 @@ __attribute__((noinline)) void spin(const std::atomic<bool>* stop) {
   }
 }
 
-void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, int samples) {
+// Holds a std::mutex for 20 us at a time, with only a few instructions between unlock and
+// the next lock: the preemption signal nearly always finds the lock held.
+__attribute__((noinline)) void lock_hog(const std::atomic<bool>* stop) {
+  std::mutex mu;
+  while (!stop->load(std::memory_order_relaxed)) {
+    std::lock_guard lock(mu);
+    auto end = std::chrono::steady_clock::now() + 20us;
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  }
+}
+
+enum class Hog { spin, lock };
+
+void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, int samples, Hog hog) {
   std::vector<double> late_us;
   for (auto _ : state) {
     nugo::run([&] {
@@ -60,7 +83,7 @@ void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, in
       nugo::WaitGroup wg;
       wg.add(1);
       nugo::go([&] {
-        spin(&stop);
+        if (hog == Hog::spin) spin(&stop); else lock_hog(&stop);
         wg.done();
       });
       nugo::yield();
@@ -98,6 +121,30 @@ void preempt_overhead(benchmark::State& state, std::chrono::nanoseconds slice, b
   state.counters["ns_per_iter"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kIters),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void thread_lock(benchmark::State& state, bool counted) {
+  // libc's own functions: the next definitions after this executable, which holds nugo's.
+  using LockFn = int (*)(pthread_mutex_t*);
+  auto libc_lock = reinterpret_cast<LockFn>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+  auto libc_unlock = reinterpret_cast<LockFn>(dlsym(RTLD_NEXT, "pthread_mutex_unlock"));
+  nugo::run([&] {
+    std::mutex mu;
+    pthread_mutex_t* m = mu.native_handle();
+    if (counted) {
+      for (auto _ : state) {
+        mu.lock();
+        benchmark::ClobberMemory();
+        mu.unlock();
+      }
+    } else {
+      for (auto _ : state) {
+        libc_lock(m);
+        benchmark::ClobberMemory();
+        libc_unlock(m);
+      }
+    }
+  }, config(10ms));
 }
 
 void syscall_empty(benchmark::State& state) {
@@ -145,7 +192,11 @@ void register_all() {
   struct Slice { const char* name; std::chrono::nanoseconds d; int samples; };
   for (Slice s : {Slice{"10ms", 10ms, 100}, Slice{"1ms", 1ms, 400}, Slice{"200us", 200us, 1000}}) {
     benchmark::RegisterBenchmark((std::string("preempt_latency/slice:") + s.name).c_str(),
-                                 preempt_latency, s.d, s.samples)
+                                 preempt_latency, s.d, s.samples, Hog::spin)
+        ->UseRealTime()
+        ->Iterations(1);
+    benchmark::RegisterBenchmark((std::string("preempt_latency/lock_hog:") + s.name).c_str(),
+                                 preempt_latency, s.d, s.samples, Hog::lock)
         ->UseRealTime()
         ->Iterations(1);
     benchmark::RegisterBenchmark((std::string("preempt_overhead/slice:") + s.name).c_str(),
@@ -156,6 +207,8 @@ void register_all() {
   benchmark::RegisterBenchmark("preempt_overhead/async:off", preempt_overhead, 10ms, false)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("thread_lock/counted", thread_lock, true)->UseRealTime();
+  benchmark::RegisterBenchmark("thread_lock/direct", thread_lock, false)->UseRealTime();
   benchmark::RegisterBenchmark("syscall_empty", syscall_empty)->UseRealTime();
   benchmark::RegisterBenchmark("syscall_getpid", syscall_getpid)->UseRealTime();
   benchmark::RegisterBenchmark("raw_getpid", raw_getpid)->UseRealTime();

@@ -22,7 +22,8 @@ struct Config {
   static constexpr std::size_t kMaxStack = std::size_t{1} << 30;
   static constexpr std::size_t kDefaultStack = 256 * 1024;
 
-  // Number of Ps (GOMAXPROCS). 0: one per PU of the topology. Env: NUGO_PROCS.
+  // Number of Ps (GOMAXPROCS). 0: one per PU of the topology, at most kMaxProcs (an emulated
+  // topology may have more PUs; Go caps GOMAXPROCS the same way). Env: NUGO_PROCS.
   int procs = 0;
   // Usable bytes per goroutine stack; lazily committed, so this is address space, not RAM.
   // Env: NUGO_STACK ("256k", "1m", bytes).
