@@ -11,6 +11,7 @@
 //   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
 //   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
 //   nugo_hostile static-init         function-local statics with slow initializers
+//   nugo_hostile exit-holding-lock   goroutines on a G whose last owner died holding a lock
 //   nugo_hostile no-threads          run() when not even sysmon's thread can be created
 #include <sys/resource.h>
 #include <unistd.h>
@@ -359,7 +360,13 @@ int std_mutex() {
       wg.add(1);
       nugo::go([&, i] {
         for (int r = 0; r < kRounds / 4; ++r) {
-          if (i % 2 == 0) {
+          if (i == 0) {  // also asks to yield while holding it: deferred to the unlock
+            std::lock_guard lock(mu);
+            for (int k = 0; k < 20; ++k) {
+              spin_for(1us);
+              nugo::preempt_point();
+            }
+          } else if (i == 2) {
             std::lock_guard lock(mu);
             spin_for(20us);
           } else {
@@ -375,6 +382,40 @@ int std_mutex() {
   });
   std::printf("std-mutex: %d rounds\n", rounds.load());
   return rounds.load() == kRounds ? 0 : 1;
+}
+
+// A goroutine that exits holding a std::mutex leaves the lock to nobody; the G it ran on is
+// recycled at once, and the goroutines that get it must still be preemptible: at 1 P, main
+// runs again only if each call-free spinner is preempted.
+int exit_holding_lock() {
+  constexpr int kRounds = 100;
+  static std::mutex mutexes[kRounds];  // left locked; std::mutex's destructor is trivial here
+  int rounds = 0;
+  nugo::run([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      std::mutex* mu = &mutexes[r];
+      nugo::WaitGroup wg;
+      wg.add(1);
+      nugo::go([&] {
+        mu->lock();  // and exits holding it
+        wg.done();
+      });
+      wg.wait();
+      std::atomic<bool> stop{false};
+      wg.add(1);
+      nugo::go([&] {  // very likely on the G the first one left
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+        wg.done();
+      });
+      nugo::sleep_for(1ms);  // needs the spinner preempted at 1 P
+      stop = true;
+      wg.wait();
+      ++rounds;
+    }
+  });
+  std::printf("exit-holding-lock: %d rounds\n", rounds);
+  return rounds == kRounds ? 0 : 1;
 }
 
 // Each instance's static takes about 2 ms to initialize; every goroutine wants each of them.
@@ -446,7 +487,8 @@ int main(int argc, char** argv) {
   if (mode == "std-mutex") return std_mutex();
   if (mode == "static-init") return static_init();
   if (mode == "no-threads") return no_threads();
+  if (mode == "exit-holding-lock") return exit_holding_lock();
   std::fprintf(stderr, "usage: nugo_hostile x87-sum|x87-stack|mix SEED|random SEED|yield-spin|"
-                       "std-mutex|static-init|no-threads\n");
+                       "std-mutex|static-init|exit-holding-lock|no-threads\n");
   return 64;
 }

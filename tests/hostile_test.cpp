@@ -64,6 +64,11 @@ TEST_CASE("a std::mutex or std::shared_mutex held across compute does not hang (
   require_clean_runs("NUGO_PROCS=8 NUGO_TIMESLICE=50us", "std-mutex", 1);
 }
 
+TEST_CASE("a goroutine that dies holding a std::mutex leaves its G preemptible (issue 9.3)",
+          "[hostile]") {
+  require_clean_runs("NUGO_PROCS=1 NUGO_TIMESLICE=100us", "exit-holding-lock", 1);
+}
+
 TEST_CASE("function-local statics with slow initializers do not hang (issue 9.3)", "[hostile]") {
   require_clean_runs("NUGO_PROCS=1 NUGO_TIMESLICE=100us", "static-init", 1);
   require_clean_runs("NUGO_PROCS=2 NUGO_TIMESLICE=100us", "static-init", 1);

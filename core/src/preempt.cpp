@@ -203,6 +203,34 @@ void deferred(std::uintptr_t caller_pc) {
   if (!in_no_preempt_text(caller_pc)) nugo::preempt_point();
 }
 
+}  // namespace preempt
+
+// Whether the slice of the calling goroutine is over and it may yield here: it is in no
+// runtime code, holds no lock of the thread, and runs on its own stack (not on a signal
+// stack, from a handler that unlocked something). Pinned while it looks, so the M it reads
+// is its own. A lock of the thread defers the yield to its unlock, as the signal does.
+bool preempt_due(G* gp) {
+  acquire_locks(gp);
+  M* m = getm();
+  P* pp = m->p;
+  bool due = pp && pp->preempt.load(std::memory_order_relaxed) && gp->locks == 1;
+  char here;
+  auto sp = reinterpret_cast<std::uintptr_t>(&here);
+  due = due && sp > reinterpret_cast<std::uintptr_t>(gp->stack.lo) &&
+        sp < reinterpret_cast<std::uintptr_t>(gp->stack.hi);
+  if (due) {
+    ThreadLocks& tl = current_thread_locks();
+    if (tl.held != 0) {
+      tl.preempt_deferred = true;
+      due = false;
+    }
+  }
+  release_locks(gp);
+  return due;
+}
+
+namespace preempt {
+
 void init(const Config& cfg) {
   process_id = getpid();
   async_enabled.store(false, std::memory_order_relaxed);
@@ -257,11 +285,13 @@ extern "C" void nugo_async_preempt2() {
 
 namespace nugo {
 
+// errno is carried to whichever thread resumes the goroutine, as at a preemption by signal.
 void preempt_point() {
-  detail::M* m = detail::getm();
-  detail::P* pp = m ? m->p : nullptr;
-  if (!pp || !pp->preempt.load(std::memory_order_relaxed) || !m->curg || m->curg->locks != 0) return;
+  detail::G* gp = detail::getg();
+  if (!gp || gp->locks != 0 || !detail::preempt_due(gp)) return;
+  int saved_errno = *detail::errno_location();
   detail::gopreempt();
+  *detail::errno_location() = saved_errno;
 }
 
 }  // namespace nugo

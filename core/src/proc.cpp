@@ -202,10 +202,9 @@ void mcall(McallFn fn) {
   G* gp = getg();
   acquire_locks(gp);
   M* m = getm();
-  if (ThreadLocks& tl = thread_locks; tl.held != 0) {
-    gp->thread_locks = tl.held;
-    tl.held = 0;
-  }
+  ThreadLocks& tl = thread_locks;
+  gp->thread_locks = tl.held;  // always: a recycled G must not bring an old count back
+  tl.held = 0;
   sanitizer_start_switch(fn == goexit0 ? nullptr : &gp->san, m->g0san);
   transfer_t t = jump_fcontext(m->g0ctx, reinterpret_cast<void*>(fn));
   getm()->g0ctx = t.fctx;  // getm() again: we may be on another thread now
@@ -252,6 +251,7 @@ Next goexit0(M* m, G* gp) {
   }
   gp->status.store(GStatus::dead, rlx);
   gp->waitreason = WaitReason::none;
+  gp->thread_locks = 0;  // locks it died holding stay with nobody (see threadlocks.hpp)
   sanitizer_forget_frames(gp->ctx, gp->stack.hi);
   stackfree(pp, gp->stack);
   gp->stack = {};

@@ -13,6 +13,7 @@
 
 namespace nugo {
 SyscallScope::SyscallScope(Kind kind) {
+  detail::NoPreempt np;  // the M we look at stays ours
   detail::M* m = detail::getm();
   // Outside goroutines, and inside another syscall (no P), there is nothing to do.
   active_ = m && m->curg && m->p;

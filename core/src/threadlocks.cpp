@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -96,30 +97,46 @@ Next<void(std::int64_t*)> next_guard_release("__cxa_guard_release");
 Next<void(std::int64_t*)> next_guard_abort("__cxa_guard_abort");
 
 // Resolve before main, so that no lock operation on a hot path pays for dlsym.
+// Resolve before main: no lock operation pays for dlsym on a hot path, and none calls it
+// while holding the lock it is about to release (dlsym takes the loader's lock, which a
+// thread inside dlopen may hold while it waits for that very lock).
 __attribute__((constructor)) void resolve_all() {
   next_mutex_lock.get();
   next_mutex_trylock.get();
+  next_mutex_timedlock.get();
+  next_mutex_clocklock.get();
   next_mutex_unlock.get();
   next_rwlock_rdlock.get();
+  next_rwlock_tryrdlock.get();
+  next_rwlock_timedrdlock.get();
+  next_rwlock_clockrdlock.get();
   next_rwlock_wrlock.get();
+  next_rwlock_trywrlock.get();
+  next_rwlock_timedwrlock.get();
+  next_rwlock_clockwrlock.get();
   next_rwlock_unlock.get();
+  next_spin_lock.get();
+  next_spin_trylock.get();
+  next_spin_unlock.get();
   next_guard_acquire.get();
   next_guard_release.get();
+  next_guard_abort.get();
 }
 
-// Inlined into the interposers, so in the no-preemption section too.
-inline int acquired(int r) {
-  if (r == 0) ++thread_locks.held;
+// Always inlined into the interposers, so in the no-preemption section too at any
+// optimization level. A robust mutex whose owner died is acquired all the same.
+__attribute__((always_inline)) inline int acquired(int r) {
+  if (r == 0 || r == EOWNERDEAD) ++thread_locks.held;
   return r;
 }
 
-inline void released(void* caller) {
+__attribute__((always_inline)) inline void released(void* caller) {
   ThreadLocks& t = thread_locks;
   if (t.held > 0 && --t.held == 0 && t.preempt_deferred)
     preempt::deferred(reinterpret_cast<std::uintptr_t>(caller));
 }
 
-inline int released(int r, void* caller) {
+__attribute__((always_inline)) inline int released(int r, void* caller) {
   if (r == 0) released(caller);
   return r;
 }

@@ -94,7 +94,10 @@ bool lock_and_dequeue(ChanTimer* ct) {
     ct->mu.lock();
     if (deltimer(&ct->t)) return true;
     if (!ct->t.running.load(std::memory_order_acquire)) return false;
-    ct->mu.unlock();  // fire() needs mu to finish
+    // fire() needs mu to finish; it must not re-arm a ticker meanwhile, or a short period
+    // could keep us here (reset() sets stopped again after us).
+    ct->stopped = true;
+    ct->mu.unlock();
     if (getg()) nugo::yield(); else sched_yield();
   }
 }

@@ -27,11 +27,12 @@ inline constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max(
 template <class Rep, class Period>
 std::int64_t saturating_ns(std::chrono::duration<Rep, Period> d) {
   if (d <= d.zero()) return 0;
-  // Compared as long double (a 64-bit mantissa): the conversion below is exact when it is
-  // taken, and anything at or above the limit is forever.
+  // In long double (a 64-bit mantissa: every integer count of nanoseconds below the limit
+  // is exact), never through duration_cast, whose intermediate products can overflow for
+  // periods like ratio<1, 3> or round a float up to 2^63. At or above the limit: forever.
   const long double ns = std::chrono::duration<long double, std::nano>(d).count();
   if (!(ns < static_cast<long double>(kForever))) return kForever;
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  return static_cast<std::int64_t>(ns);
 }
 
 // now + d, saturated to kForever (Go's when(d)).
