@@ -33,7 +33,7 @@ void futex_wake(std::atomic<std::uint32_t>* addr, int count) {
 // few times (the holder may be preempted), and only then sleep.
 void Lock::lock_slow() {
   for (int spin = 0; spin < 10; ++spin) {
-    for (int i = 0; i < (32 << (spin / 2)); ++i) __builtin_ia32_pause();
+    for (int i = 0; i < (32 << (spin / 2)); ++i) cpu_relax();
     std::uint32_t free = 0;
     if (state_.load(std::memory_order_relaxed) == 0 &&
         state_.compare_exchange_weak(free, 1, std::memory_order_acquire))

@@ -8,6 +8,9 @@
 
 namespace nugo::detail {
 
+// The pause in every spin loop: tells the core we are spinning (x86 PAUSE).
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
 void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected);
 // As futex_wait, but returns by the absolute CLOCK_MONOTONIC time deadline_ns at the latest.
 void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
@@ -30,7 +33,7 @@ inline void check_lock_rule() {}
 inline void spin_lock(std::atomic<std::uint32_t>& l) {
   check_lock_rule();
   while (l.exchange(1, std::memory_order_acquire) != 0)
-    while (l.load(std::memory_order_relaxed) != 0) __builtin_ia32_pause();
+    while (l.load(std::memory_order_relaxed) != 0) cpu_relax();
 }
 inline void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
 

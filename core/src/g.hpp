@@ -12,9 +12,10 @@ namespace nugo::detail {
 
 struct M;
 
-// Go's _Gidle ... _Gpreempted. Transitions happen on the scheduler side (g0) except
-// waiting -> runnable, which the waker performs from anywhere (goready).
-enum class GStatus : std::uint8_t { idle, runnable, running, syscall, waiting, dead, preempted };
+// Go's _Gidle ... _Gdead (a preempted G is simply runnable: nugo has no _Gpreempted, which Go
+// needs only to suspend a G for its garbage collector). Transitions happen on the scheduler
+// side (g0) except waiting -> runnable, which the waker performs from anywhere (goready).
+enum class GStatus : std::uint8_t { idle, runnable, running, syscall, waiting, dead };
 
 enum class WaitReason : std::uint8_t {
   none,

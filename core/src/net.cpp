@@ -556,9 +556,12 @@ Result<UdpConn> listen_udp(std::string_view address, std::uint16_t port) {
 
 }  // namespace net
 
-namespace detail {
-void net_free_abandoned() { net::detail::NetFD::free_orphans(); }
-}  // namespace detail
+namespace {
+// After a runtime instance has stopped: close and free the sockets whose owners are gone but
+// whose last calls belonged to goroutines the instance abandoned.
+[[maybe_unused]] const bool free_orphans_at_stop =
+    (detail::add_stop_hook(net::detail::NetFD::free_orphans), true);
+}  // namespace
 
 // ---- io::wait_readable, wait_writable, evict: descriptors the user owns ----
 

@@ -89,9 +89,6 @@ int netpoll(std::int64_t delay, G** gl);
 // descriptor are gone. Clears them from every PollDesc (and the waiter count), so that the
 // next instance neither readies a freed G nor finds a direction still taken.
 void netpoll_forget_goroutines();
-// net.cpp: after a runtime instance has stopped, closes and frees the sockets whose owners
-// are gone but whose last calls belonged to goroutines the instance abandoned.
-void net_free_abandoned();
 // netpoll(0), by one caller at a time: -1 (nothing polled) while another is under way.
 int netpoll_nonblocking(G** gl);
 // Makes a blocked netpoll return (Go's netpollBreak). Several breaks before it returns count once.

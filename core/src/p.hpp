@@ -17,12 +17,14 @@ namespace nugo::detail {
 struct M;
 struct Domain;
 
-enum class PStatus : std::uint8_t { idle, running, syscall, dead };
+enum class PStatus : std::uint8_t { idle, running, syscall };
 
 inline constexpr std::uint32_t kRunqSize = 256;
 inline constexpr int kGoidCacheBatch = 16;   // Go's _GoidCacheBatch
 inline constexpr int kGFreeMax = 64;         // gfput: above this, move half to the global list
 inline constexpr int kGFreeRefill = 32;      // gfget: refill this many from the global list
+inline constexpr int kStackCacheMax = 64;     // stackfree: above this, half go to the pool
+inline constexpr int kStackCacheRefill = 32;  // stackalloc: take this many from the pool
 
 // Cache-line aligned for the same reason as M.
 struct alignas(64) P {

@@ -34,7 +34,9 @@
 #include <cstring>
 
 #include "fatal.hpp"
+#include "preempt_abi.h"
 #include "sched.hpp"
+#include "signals.hpp"
 #include "threadlocks.hpp"
 
 extern "C" {
@@ -54,7 +56,8 @@ __attribute__((noinline, noipa)) int* errno_location() { return &errno; }
 
 namespace {
 
-constexpr std::uintptr_t kRedZone = 128;
+constexpr std::uintptr_t kRedZone = NUGO_RED_ZONE;  // preempt_abi.h, shared with the trampoline
+static_assert(kRedZone == 128, "the x86-64 System V red zone is 128 bytes");
 // Stack the yield needs below the XSAVE area: nugo_async_preempt2, mcall, the fcontext
 // switch, and slack for sanitizer builds.
 constexpr std::uintptr_t kYieldRoom = 8 * 1024;
@@ -167,16 +170,6 @@ void inject_call(G* gp, ucontext_t* uc) {
   acquire_locks(gp);  // from here until nugo_async_preempt2 is done, the G is in the runtime
 }
 
-void chain(int sig, siginfo_t* info, void* uc) {
-  const struct sigaction& prev = previous_action[sig];
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uc);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-    prev.sa_handler(sig);
-  }
-  // SIG_DFL and SIG_IGN: the signal was ours (SIGURG's default is to ignore it, and the
-  // other choices are refused unless installed by us).
-}
 
 void on_signal(int sig, siginfo_t* info, void* uc) {
   int saved_errno = errno;
@@ -187,7 +180,9 @@ void on_signal(int sig, siginfo_t* info, void* uc) {
       if (async_safe_point(m, ctx)) inject_call(m->curg, ctx);
     }
   }
-  chain(sig, info, uc);
+  // With no earlier handler (SIG_DFL, SIG_IGN) the signal was ours: SIGURG's default is to
+  // ignore it, and the other choices are refused unless installed by us.
+  signals::call_previous(previous_action[sig], sig, info, uc);
   errno = saved_errno;
 }
 

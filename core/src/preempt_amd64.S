@@ -18,6 +18,8 @@
 // The extended state is saved with XSAVE using the mask of features the OS enabled (XCR0),
 // in an area sized by CPUID leaf 0xD; without XSAVE, FXSAVE (x87 and SSE) is all there is.
 
+#include "preempt_abi.h"
+
         .text
         .globl  nugo_async_preempt
         .hidden nugo_async_preempt
@@ -25,11 +27,11 @@
         .p2align 4
 nugo_async_preempt:
         .cfi_startproc
-        .cfi_adjust_cfa_offset 128          // the red zone lies between us and the caller
-        .cfi_offset %rip, -136
+        .cfi_adjust_cfa_offset NUGO_RED_ZONE  // the red zone lies between us and the caller
+        .cfi_offset %rip, -(NUGO_RED_ZONE + 8)
         push    %rbp
         .cfi_adjust_cfa_offset 8
-        .cfi_offset %rbp, -144
+        .cfi_offset %rbp, -(NUGO_RED_ZONE + 16)
         mov     %rsp, %rbp                  // frame pointer chain for debuggers and ASan
         .cfi_def_cfa_register %rbp
         pushfq
@@ -104,8 +106,8 @@ nugo_async_preempt:
         pop     %rax
         popfq
         pop     %rbp
-        .cfi_def_cfa %rsp, 136
-        ret     $128
+        .cfi_def_cfa %rsp, NUGO_RED_ZONE + 8
+        ret     $NUGO_RED_ZONE
         .cfi_endproc
         .size   nugo_async_preempt, .-nugo_async_preempt
 

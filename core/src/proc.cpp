@@ -125,7 +125,7 @@ void gfput(P* pp, G* gp) {
 }
 
 Stack stackalloc(P* pp) {
-  if (!pp->stackcache) pp->nstackcache += sched->stacks.get_batch(&pp->stackcache, kGFreeRefill);
+  if (!pp->stackcache) pp->nstackcache += sched->stacks.get_batch(&pp->stackcache, kStackCacheRefill);
   FreeStack* f = pp->stackcache;
   pp->stackcache = f->next;
   --pp->nstackcache;
@@ -136,9 +136,9 @@ void stackfree(P* pp, const Stack& s) {
   FreeStack* f = StackPool::to_free(s);
   f->next = pp->stackcache;
   pp->stackcache = f;
-  if (++pp->nstackcache < kGFreeMax) return;
-  sched->stacks.put_batch(&pp->stackcache, kGFreeMax / 2);
-  pp->nstackcache -= kGFreeMax / 2;
+  if (++pp->nstackcache < kStackCacheMax) return;
+  sched->stacks.put_batch(&pp->stackcache, kStackCacheMax / 2);
+  pp->nstackcache -= kStackCacheMax / 2;
 }
 
 void check_canary(const G* gp) {
@@ -395,31 +395,41 @@ enum class Wake {
   exit,   // an extra M idle for kIdleMLifetimeNs: off the idle list now, to exit
 };
 
-// Parks the M on the idle list until startm hands it a P. The M that makes every M idle
-// becomes the deadlock watcher (if may_watch): it sleeps through a grace period, for the
-// caller to run checkdead. Deciding that under the lock, right after mput, is what makes
-// exactly one of several Ms going idle together the last one (Go calls checkdead from mput
-// for the same reason). Any other M beyond gomaxprocs sleeps for kIdleMLifetimeNs at most,
-// then leaves.
+// Ms idle or parked with their locked G, in every domain. All domain locks held.
+int idle_ms_everywhere() {
+  int n = 0;
+  for (const auto& d : sched->domains) n += d->nmidle + d->nmidlelocked;
+  return n;
+}
+
+// Parks the M on the idle list of its domain until startm hands it a P. The M that makes
+// every M of the runtime idle becomes the deadlock watcher (if may_watch): it sleeps through a
+// grace period, for the caller to run checkdead. Deciding that under every domain's lock,
+// right after mput, is what makes exactly one of several Ms going idle together the last one
+// (Go calls checkdead from mput for the same reason); with one domain that is just its lock.
+// Any other M beyond gomaxprocs sleeps for kIdleMLifetimeNs at most, then leaves.
 Wake stopm(M* m, bool may_watch) {
   Domain* d = m->domain;
-  d->lock.lock();
+  auto unlock = [&] {
+    if (may_watch) unlock_all_domains(); else d->lock.unlock();
+  };
+  if (may_watch) lock_all_domains(); else d->lock.lock();
   if (sched->stopping.load(rlx)) {
-    d->lock.unlock();
+    unlock();
     return Wake::stop;
   }
   mput(d, m);
   Wake on_deadline = Wake::p;
   std::int64_t deadline_ns = 0;
   int mcount = sched->mcount.load();
-  if (may_watch && d->nmidle + d->nmidlelocked == mcount && !sched->foreign_seen.load()) {
+  if (may_watch && idle_ms_everywhere() == mcount && !sched->foreign_seen.load()) {
     on_deadline = Wake::watch;
     deadline_ns = nanotime() + kDeadlockGraceNs;
   } else if (mcount > sched->gomaxprocs) {
     on_deadline = Wake::exit;
     deadline_ns = nanotime() + kIdleMLifetimeNs;
   }
-  d->lock.unlock();
+  unlock();
   for (;;) {
     if (deadline_ns)
       m->park.sleep_until(deadline_ns);
@@ -451,11 +461,26 @@ Wake stopm(M* m, bool may_watch) {
   }
 }
 
-void resetspinning(M* m) {
-  Domain* d = m->domain;
+// The spinning transitions. A spinning M counts in its domain's nmspinning (at most half of
+// the busy Ps have one, and a submitter wakes an M only when none spins).
+void become_spinning(M* m) {
+  m->spinning = true;
+  m->domain->nmspinning.fetch_add(1, sc);
+}
+
+// True: m was the last spinner, and the caller must wakep (or re-check every queue itself):
+// work submitted while it spun may have seen a spinner and woken nobody.
+bool stop_spinning(M* m) {
   m->spinning = false;
-  if (d->nmspinning.fetch_sub(1, sc) <= 0) fatal("resetspinning: negative nmspinning");
-  wakep();
+  std::int32_t before = m->domain->nmspinning.fetch_sub(1, sc);
+  if (before <= 0) fatal("stop_spinning: negative nmspinning");
+  return before == 1;
+}
+
+// A spinner found work: if it was the last one, another M should look for the rest (Go's
+// resetspinning).
+void resetspinning(M* m) {
+  if (stop_spinning(m)) wakep(m->domain);
 }
 
 // Steals half of some other P's queue: 4 rounds over all Ps of the domain in random order;
@@ -487,14 +512,15 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
 // pending, no goroutine waits for I/O, no run queue holds a goroutine, and no plain thread has
 // called into the runtime.
 // Then it reports every goroutine's wait reason and exits with status 2, as Go does.
-void checkdead(Domain* d) {
+void checkdead() {
   if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
-  d->lock.lock();
-  bool dead = d->nmidle + d->nmidlelocked + 1 == sched->mcount.load() && d->runqsize.load() == 0 &&
-              !sched->foreign_seen.load() && !netpoll_any_waiters();
-  for (P* p : d->ps) dead = dead && nexttimer(p) == 0 && runqempty(p);
+  lock_all_domains();  // a program blocked across every domain is one deadlock
+  bool dead = idle_ms_everywhere() + 1 == sched->mcount.load() && !sched->foreign_seen.load() &&
+              !netpoll_any_waiters();
+  for (const auto& d : sched->domains) dead = dead && d->runqsize.load() == 0;
+  for (const auto& p : sched->allp) dead = dead && nexttimer(p.get()) == 0 && runqempty(p.get());
   if (!dead) {
-    d->lock.unlock();
+    unlock_all_domains();
     return;
   }
   sched->glock.lock();  // gchunks; held until exit
@@ -511,11 +537,12 @@ void checkdead(Domain* d) {
   std::_Exit(2);
 }
 
-// The earliest timer of the domain's Ps, or 0.
-std::int64_t earliest_timer(const Domain* d) {
+// The earliest timer of every P, or 0. One M polls for the whole runtime, so it sleeps
+// until the earliest timer of any domain.
+std::int64_t earliest_timer() {
   std::int64_t earliest = 0;
-  for (const P* p : d->ps) {
-    std::int64_t w = nexttimer(p);
+  for (const auto& p : sched->allp) {
+    std::int64_t w = nexttimer(p.get());
     if (w != 0 && (earliest == 0 || w < earliest)) earliest = w;
   }
   return earliest;
@@ -523,7 +550,7 @@ std::int64_t earliest_timer(const Domain* d) {
 
 // After giving up its P, a former spinner looks at every queue once more (the StoreLoad
 // half of the protocol) and takes an idle P back if it sees work.
-P* check_runqs_nop(Domain* d) {
+P* check_runqs_no_p(Domain* d) {
   bool work = d->runqsize.load(sc) > 0;
   for (P* p : d->ps) work = work || !runqempty(p);
   if (!work) return nullptr;
@@ -552,11 +579,11 @@ bool idle_until_p(M* m) {
   Domain* d = m->domain;
   for (;;) {
     if (sched->stopping.load(rlx)) return false;
-    std::int64_t next = earliest_timer(d);
+    std::int64_t next = earliest_timer();
     if ((next != 0 || netpoll_any_waiters()) && sched->lastpoll.exchange(0, sc) != 0) {
       sched->poll_until.store(next, sc);
       // Published; now catch a timer added before wake_netpoller could see us.
-      std::int64_t again = earliest_timer(d);
+      std::int64_t again = earliest_timer();
       if (again != 0 && (next == 0 || again < next)) sched->poll_until.store(next = again, sc);
       std::int64_t delay = next == 0 ? -1 : std::max<std::int64_t>(0, next - nanotime());
       G* gl[kNetpollMaxReady];
@@ -575,7 +602,7 @@ bool idle_until_p(M* m) {
     // With a timer pending, or a goroutine waiting for I/O, there is no deadlock to watch for.
     Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
     if (w == Wake::watch) {
-      checkdead(d);  // returns if not dead: then look for work once more, and sleep again
+      checkdead();  // returns if not dead: then look for work once more, and sleep again
       if (acquire_idle_p(d)) return true;
       continue;
     }
@@ -645,10 +672,7 @@ top:
 
   int busy = static_cast<int>(d->ps.size()) - d->npidle.load(sc);
   if (m->spinning || 2 * d->nmspinning.load(sc) < busy) {
-    if (!m->spinning) {
-      m->spinning = true;
-      d->nmspinning.fetch_add(1, sc);
-    }
+    if (!m->spinning) become_spinning(m);
     if (G* gp = steal_work(m, pp, now)) return gp;
   }
 
@@ -665,12 +689,10 @@ top:
   d->lock.unlock();
 
   if (m->spinning) {
-    m->spinning = false;
-    if (d->nmspinning.fetch_sub(1, sc) <= 0) fatal("findrunnable: negative nmspinning");
-    if (P* p2 = check_runqs_nop(d)) {
+    stop_spinning(m);  // whether last or not, we re-check every queue ourselves, next
+    if (P* p2 = check_runqs_no_p(d)) {
       acquirep(p2);
-      m->spinning = true;
-      d->nmspinning.fetch_add(1, sc);
+      become_spinning(m);
       goto top;
     }
   }
@@ -803,6 +825,8 @@ void acquirep(P* pp) {
   M* m = getm();
   if (pp->status.load(rlx) != PStatus::idle || pp->m) fatal("acquirep: P %d is not idle", pp->id);
   m->p = pp;
+  m->domain = pp->domain;  // an M belongs to the domain of the P it runs (startlockedm may
+                           // hand it one of another domain); idle, to the list it is on
   pp->m = m;
   pp->status.store(PStatus::running, rlx);
   // A P starts running: sysmon, asleep while every P was idle, has work again.
@@ -837,19 +861,31 @@ P* pidleget(Domain* d) {
   return pp;
 }
 
-// Starts an M (idle or new) on pp, or on an idle P if pp is nullptr. With spinning, the
-// caller has already counted the new M in nmspinning, and undoes that if no P is idle.
+void startm_locked(Domain* d, P* pp, bool spinning);
+
+// Starts an M (an idle one of pp's domain, or a new one) on pp, an idle P that nobody owns.
+// With spinning, the caller has already counted the new M in the domain's nmspinning.
 void startm(P* pp, bool spinning) {
-  Domain* d = pp ? pp->domain : sched->domains.front().get();
+  Domain* d = pp->domain;
   d->lock.lock();
+  startm_locked(d, pp, spinning);
+}
+
+// The same on an idle P of d, if there is one. With spinning, the caller has already counted
+// the new M in d's nmspinning, and this undoes that if no P is idle.
+void startm(Domain* d, bool spinning) {
+  d->lock.lock();
+  P* pp = pidleget(d);
   if (!pp) {
-    pp = pidleget(d);
-    if (!pp) {
-      d->lock.unlock();
-      if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
-      return;
-    }
+    d->lock.unlock();
+    if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
+    return;
   }
+  startm_locked(d, pp, spinning);
+}
+
+// startm with d's lock held and pp taken; releases the lock.
+void startm_locked(Domain* d, P* pp, bool spinning) {
   M* m = mget(d);
   if (!m) {
     d->lock.unlock();
@@ -862,12 +898,26 @@ void startm(P* pp, bool spinning) {
   m->park.wakeup();
 }
 
-void wakep() {
-  Domain* d = sched->domains.front().get();
+// d: the domain whose queues just got work (the submitter's P's, or the one a thread without
+// a P queued into). A spinning M of d will find it; other domains' Ms find it by stealing.
+void wakep(Domain* d) {
   if (d->npidle.load(sc) == 0) return;
   std::int32_t zero = 0;
   if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
-  startm(nullptr, true);
+  startm(d, true);
+}
+
+// Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
+// run by sysmon) queues goroutines and timers. Flat mode has one domain; NUMA mode will pick
+// the node of the CPU the thread runs on.
+Domain* foreign_domain() { return sched->domains.front().get(); }
+
+void lock_all_domains() {
+  for (auto& d : sched->domains) d->lock.lock();
+}
+
+void unlock_all_domains() {
+  for (auto it = sched->domains.rbegin(); it != sched->domains.rend(); ++it) (*it)->lock.unlock();
 }
 
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M
@@ -956,16 +1006,16 @@ void newproc(Closure* c) {
   if (pp) {
     gp->goid = next_goid(pp);
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
-    wakep();
+    wakep(pp->domain);
     return;
   }
   ForeignCall call;
   gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
-  Domain* d = sched->domains.front().get();
+  Domain* d = foreign_domain();
   d->lock.lock();
   globrunqput(d, gp);
   d->lock.unlock();
-  wakep();
+  wakep(d);
 }
 
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
@@ -986,13 +1036,13 @@ void injectglist(G** gl, int n) {
   for (int i = 0; i < n; ++i) ready_status(gl[i]);
   M* m = getm();
   P* pp = m ? m->p : nullptr;
-  Domain* d = pp ? pp->domain : sched->domains.front().get();
+  Domain* d = pp ? pp->domain : foreign_domain();
   int nglobal = pp ? std::min(n, static_cast<int>(d->npidle.load(sc))) : n;
   if (nglobal > 0) {
     d->lock.lock();
     globrunqputbatch(d, gl, nglobal);
     d->lock.unlock();
-    for (int i = 0; i < nglobal && d->npidle.load(sc) > 0; ++i) startm(nullptr, false);
+    for (int i = 0; i < nglobal && d->npidle.load(sc) > 0; ++i) startm(d, false);
   }
   for (int i = nglobal; i < n; ++i) runqput(pp, gl[i], false);
 }
@@ -1003,16 +1053,16 @@ void goready(G* gp) {
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
     runqput(pp, gp, true);
-    wakep();
+    wakep(pp->domain);
     return;
   }
   ForeignCall call;
   ready_status(gp);
-  Domain* d = sched->domains.front().get();
+  Domain* d = foreign_domain();
   d->lock.lock();
   globrunqput(d, gp);
   d->lock.unlock();
-  wakep();
+  wakep(d);
 }
 
 void gosched() { mcall(gosched_m); }
@@ -1132,7 +1182,6 @@ const char* to_string(GStatus s) {
     case GStatus::syscall: return "syscall";
     case GStatus::waiting: return "waiting";
     case GStatus::dead: return "dead";
-    case GStatus::preempted: return "preempted";
   }
   return "?";
 }

@@ -57,7 +57,7 @@ std::uint32_t runqgrab(P* pp, std::array<std::atomic<G*>, kRunqSize>& batch,
         // ~50 ns); give it ~3 us to run it itself before taking it away. Go sleeps here; a
         // 3 us nanosleep lasts ~55 us with Linux's default timer slack, so we spin.
         auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
-        while (std::chrono::steady_clock::now() < until) __builtin_ia32_pause();
+        while (std::chrono::steady_clock::now() < until) cpu_relax();
       }
       if (!pp->runnext.compare_exchange_strong(next, nullptr, acq, rlx)) continue;
       batch[batch_head % kRunqSize].store(next, rlx);

@@ -28,6 +28,10 @@ namespace {
 
 std::mutex run_mutex;  // one runtime instance at a time per process
 
+// Constant-initialized, so registration from other files' static initializers finds it ready.
+void (*stop_hooks[kMaxStopHooks])() = {};
+std::atomic<int> nstop_hooks{0};
+
 void announce_emulated(const topo::Topology& t) {
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -163,10 +167,18 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   tearing_down = false;
   sched = nullptr;
   netpoll_forget_goroutines();  // the ones parked on descriptors are gone with the rest
-  net_free_abandoned();         // and so are the calls they were in
+  for (int i = 0, n = nstop_hooks.load(std::memory_order_acquire); i < n; ++i)
+    stop_hooks[i]();            // and so is what their calls held (sockets)
 }
 
 int gomaxprocs() { return sched ? sched->gomaxprocs : 0; }
+
+void add_stop_hook(void (*hook)()) {
+  int i = nstop_hooks.load(std::memory_order_relaxed);
+  if (i == kMaxStopHooks) fatal("add_stop_hook: more than %d hooks", kMaxStopHooks);
+  stop_hooks[i] = hook;
+  nstop_hooks.store(i + 1, std::memory_order_release);
+}
 
 Config config_from_env_or_exit() {
   try {

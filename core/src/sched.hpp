@@ -126,11 +126,22 @@ extern thread_local bool starting_runtime;
 // Set on the thread in run_main while it deletes the instance, which destroys the closures of
 // abandoned goroutines: sockets they own are closed although their calls never return.
 extern thread_local bool tearing_down;
+// Layers above the scheduler (the socket layer) register here, at program start, what run()
+// must do once an instance has stopped and been freed: release what its abandoned goroutines
+// held. The scheduler never calls up into them by name. At most kMaxStopHooks.
+inline constexpr int kMaxStopHooks = 8;
+void add_stop_hook(void (*hook)());
 
 // proc.cpp
 void mstart(M* m);
-void wakep();
+void wakep(Domain* d);
 void startm(P* pp, bool spinning);
+void startm(Domain* d, bool spinning);
+Domain* foreign_domain();
+// Every domain's lock, in domain order (the only order in which several are held), for the
+// few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).
+void lock_all_domains();
+void unlock_all_domains();
 void acquirep(P* pp);
 P* releasep();
 void pidleput(P* pp);  // domain lock held

@@ -40,15 +40,10 @@ void write_num(unsigned long long v) {
 }
 
 void chain(int sig, siginfo_t* info, void* ucontext) {
-  const struct sigaction& prev = sig == SIGBUS ? previous_bus : previous_segv;
-  if (prev.sa_flags & SA_SIGINFO) {
-    prev.sa_sigaction(sig, info, ucontext);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-    prev.sa_handler(sig);
-  } else {
-    // Returning re-executes the faulting instruction, which now gets the default action.
+  // With no earlier handler, returning re-executes the faulting instruction, which then gets
+  // the default action.
+  if (!call_previous(sig == SIGBUS ? previous_bus : previous_segv, sig, info, ucontext))
     signal(sig, SIG_DFL);
-  }
 }
 
 void on_fault(int sig, siginfo_t* info, void* ucontext) {
@@ -72,6 +67,17 @@ std::size_t altstack_size() {
 }
 
 }  // namespace
+
+bool call_previous(const struct sigaction& prev, int sig, siginfo_t* info, void* ucontext) {
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (!prev.sa_sigaction) return false;
+    prev.sa_sigaction(sig, info, ucontext);
+    return true;
+  }
+  if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) return false;
+  prev.sa_handler(sig);
+  return true;
+}
 
 void install_handlers() {
   static std::atomic<bool> installed{false};

@@ -1,9 +1,15 @@
-// Signal handling: today the stack-overflow report. Every M runs its handlers on an
+// Signal handling: the stack-overflow report, and what every handler of ours shares. Every M runs its handlers on an
 // alternate signal stack, because the signal that reports a stack overflow arrives on a
 // stack that has none left.
 #pragma once
 
+#include <signal.h>
+
 namespace nugo::detail::signals {
+
+// Calls the handler that was installed for sig before ours (SA_SIGINFO or not). Returns
+// false if there was none (SIG_DFL or SIG_IGN): the caller decides what that means.
+bool call_previous(const struct sigaction& prev, int sig, siginfo_t* info, void* ucontext);
 
 // Installs the SIGSEGV/SIGBUS handler once per process; earlier handlers are chained.
 void install_handlers();

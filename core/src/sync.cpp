@@ -52,13 +52,15 @@ SemaWaiter* pop(SemaWaiter*& head, SemaWaiter*& tail) {
 bool can_spin(int iter) {
   M* m = getm();
   if (iter >= 4 || !m || !m->p || sched->gomaxprocs <= 1) return false;
-  const Domain* d = m->p->domain;
-  if (sched->gomaxprocs <= d->npidle.load() + d->nmspinning.load() + 1) return false;
+  // The holder runs on another P only if some P of the runtime is neither idle nor spinning.
+  int idle_or_spinning = 0;
+  for (const auto& d : sched->domains) idle_or_spinning += d->npidle.load() + d->nmspinning.load();
+  if (sched->gomaxprocs <= idle_or_spinning + 1) return false;
   return runqempty(m->p);
 }
 
 void do_spin() {
-  for (int i = 0; i < 30; ++i) __builtin_ia32_pause();
+  for (int i = 0; i < 30; ++i) cpu_relax();
 }
 
 }  // namespace

@@ -140,13 +140,12 @@ void sysmon_main() {
     sched->sysmon_note.clear();
     if (sched->stopping.load()) continue;
     if (every_p_idle()) {
-      // Deep sleep. Set the flag under a domain lock: pidleget takes it too, so an acquirep
-      // that follows our check sees the flag and wakes us.
-      Domain* d = sched->domains.front().get();
-      d->lock.lock();
+      // Deep sleep. Set the flag under every domain's lock: pidleget takes its domain's too,
+      // so an acquirep in any domain that follows our check sees the flag and wakes us.
+      lock_all_domains();
       bool still = every_p_idle();
       if (still) sched->sysmonwait.store(true);
-      d->lock.unlock();
+      unlock_all_domains();
       if (still) {
         while (sched->sysmonwait.load() && !sched->stopping.load()) {
           sched->sysmon_note.sleep();

@@ -64,14 +64,14 @@ void update_timer0(P* pp) {
 }
 
 // A new timer may be earlier than what the M blocked in netpoll waits for: break its wait.
-// With nobody blocked there, start an M that will become the poller if nothing else needs
-// it (Go's wakeNetPoller).
-void wake_netpoller(std::int64_t when) {
+// With nobody blocked there, start an M of the timer's domain that will become the poller if
+// nothing else needs it (Go's wakeNetPoller).
+void wake_netpoller(Domain* d, std::int64_t when) {
   if (sched->lastpoll.load(sc) == 0) {
     std::int64_t until = sched->poll_until.load(sc);
     if (until == 0 || until > when) netpoll_break();
   } else {
-    wakep();
+    wakep(d);
   }
 }
 
@@ -86,7 +86,8 @@ std::int64_t nanotime() {
 void addtimer(Timer* t) {
   const std::int64_t when = t->when;  // once published, t may fire and be freed at any time
   M* m = getm();
-  P* pp = m && m->p ? m->p : sched->allp.front().get();
+  // A thread without a P adds to the first P of the domain it would queue goroutines in.
+  P* pp = m && m->p ? m->p : foreign_domain()->ps.front();
   pp->timerslock.lock();
   if (t->pp.load(rlx)) fatal("addtimer: timer already added");
   pp->timers.push_back({when, t});
@@ -94,7 +95,7 @@ void addtimer(Timer* t) {
   t->pp.store(pp, rlx);
   update_timer0(pp);
   pp->timerslock.unlock();
-  wake_netpoller(when);
+  wake_netpoller(pp->domain, when);
 }
 
 bool deltimer(Timer* t) {

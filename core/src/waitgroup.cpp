@@ -70,7 +70,7 @@ void WaitGroup::wait() {
 void WaitGroup::wait_release_done() {
   detail::NoPreempt np;
   while (static_cast<std::uint32_t>(state_.load(std::memory_order_acquire)) != 0)
-    __builtin_ia32_pause();
+    detail::cpu_relax();
 }
 
 void WaitGroup::sema_acquire() {
