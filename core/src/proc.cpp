@@ -468,19 +468,19 @@ void become_spinning(M* m) {
   m->domain->nmspinning.fetch_add(1, sc);
 }
 
-// True: m was the last spinner, and the caller must wakep (or re-check every queue itself):
-// work submitted while it spun may have seen a spinner and woken nobody.
-bool stop_spinning(M* m) {
+// After this the caller must wakep, or re-check every queue itself: work submitted while m
+// spun may have seen a spinner and woken nobody. (Not "only if m was the last spinner": a
+// wakep's reservation may be undone by startm between our decrement and its look, so only a
+// fresh look at nmspinning, which wakep makes, is safe. Go calls wakep unconditionally too.)
+void stop_spinning(M* m) {
   m->spinning = false;
-  std::int32_t before = m->domain->nmspinning.fetch_sub(1, sc);
-  if (before <= 0) fatal("stop_spinning: negative nmspinning");
-  return before == 1;
+  if (m->domain->nmspinning.fetch_sub(1, sc) <= 0) fatal("stop_spinning: negative nmspinning");
 }
 
-// A spinner found work: if it was the last one, another M should look for the rest (Go's
-// resetspinning).
+// A spinner found work: another M should look for the rest (Go's resetspinning).
 void resetspinning(M* m) {
-  if (stop_spinning(m)) wakep(m->domain);
+  stop_spinning(m);
+  wakep(m->domain);
 }
 
 // Steals half of some other P's queue: 4 rounds over all Ps of the domain in random order;
@@ -689,7 +689,7 @@ top:
   d->lock.unlock();
 
   if (m->spinning) {
-    stop_spinning(m);  // whether last or not, we re-check every queue ourselves, next
+    stop_spinning(m);  // and we re-check every queue ourselves, next
     if (P* p2 = check_runqs_no_p(d)) {
       acquirep(p2);
       become_spinning(m);
@@ -861,7 +861,9 @@ P* pidleget(Domain* d) {
   return pp;
 }
 
+namespace {
 void startm_locked(Domain* d, P* pp, bool spinning);
+}  // namespace
 
 // Starts an M (an idle one of pp's domain, or a new one) on pp, an idle P that nobody owns.
 // With spinning, the caller has already counted the new M in the domain's nmspinning.
@@ -884,6 +886,8 @@ void startm(Domain* d, bool spinning) {
   startm_locked(d, pp, spinning);
 }
 
+namespace {
+
 // startm with d's lock held and pp taken; releases the lock.
 void startm_locked(Domain* d, P* pp, bool spinning) {
   M* m = mget(d);
@@ -897,6 +901,8 @@ void startm_locked(Domain* d, P* pp, bool spinning) {
   d->lock.unlock();
   m->park.wakeup();
 }
+
+}  // namespace
 
 // d: the domain whose queues just got work (the submitter's P's, or the one a thread without
 // a P queued into). A spinning M of d will find it; other domains' Ms find it by stealing.

@@ -69,13 +69,13 @@ std::size_t altstack_size() {
 }  // namespace
 
 bool call_previous(const struct sigaction& prev, int sig, siginfo_t* info, void* ucontext) {
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (!prev.sa_sigaction) return false;
-    prev.sa_sigaction(sig, info, ucontext);
-    return true;
-  }
+  // SIG_DFL and SIG_IGN live in the same union as sa_sigaction: check them first, whatever
+  // the flags say.
   if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) return false;
-  prev.sa_handler(sig);
+  if (prev.sa_flags & SA_SIGINFO)
+    prev.sa_sigaction(sig, info, ucontext);
+  else
+    prev.sa_handler(sig);
   return true;
 }
 
