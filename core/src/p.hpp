@@ -81,7 +81,4 @@ bool runqempty(const P* pp);
 std::uint32_t runqlen(const P* pp);
 G* runqsteal(P* pp, P* victim, bool steal_runnext);
 
-// Global run queue of pp's domain; the caller holds the domain lock.
-G* globrunqget(P* pp, int max);
-
 }  // namespace nugo::detail

@@ -1,4 +1,5 @@
-// Local and global run queues (Go's runqput, runqget, runqgrab, runqsteal, globrunq*).
+// Local run queues (Go's runqput, runqget, runqgrab, runqsteal); the global ones are a
+// domain's (domain.cpp).
 //
 // The local queue is a ring of kRunqSize slots indexed by two free-running 32-bit counters.
 // Invariants:
@@ -133,34 +134,6 @@ G* runqsteal(P* pp, P* victim, bool steal_runnext) {
   std::uint32_t h = pp->runqhead.load(acq);
   if (t - h + n >= kRunqSize) fatal("runqsteal: runq overflow");
   pp->runqtail.store(t + n, rel);
-  return gp;
-}
-
-// runqsize is written only under the domain lock and read without it as a hint, so the
-// writes are plain stores, not atomic read-modify-writes.
-void globrunqput(Domain* d, G* gp) {
-  d->runq.push_back(gp);
-  d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
-}
-
-void globrunqputbatch(Domain* d, G* const* batch, int n) {
-  d->runq.insert(d->runq.end(), batch, batch + n);
-  d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
-}
-
-G* globrunqget(P* pp, int max) {
-  // The caller's ring is empty (or n is 1), so the puts below cannot overflow it into
-  // runqputslow, which would take the lock we hold.
-  Domain* d = pp->domain;
-  int size = d->runqsize.load(rlx);
-  if (size == 0) return nullptr;
-  int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
-  if (max > 0 && n > max) n = max;
-  if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
-  d->runqsize.store(size - n, rlx);
-  G* gp = d->runq.front();
-  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i], false);
-  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
   return gp;
 }
 

@@ -1,7 +1,7 @@
 // Global scheduler state. What Go keeps in `sched` is split in two:
-//   Domain: a group of Ps with its own lock, global run queue, idle P list, idle M list and
-//           spinning count. Flat mode has one domain; NUMA mode (numa/) one per node, with the
-//           same code.
+//   Domain (domain.hpp): a group of Ps with its own lock, global run queue, idle P list, idle
+//           M list and spinning count. Flat mode has one domain; NUMA mode (numa/) one per
+//           node, with the same code.
 //   Sched:  what exists once per runtime instance: all Ps, Ms and Gs, the goid generator,
 //           the global free lists, the stack pool.
 #pragma once
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "domain.hpp"
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
@@ -21,44 +22,6 @@
 #include "stack.hpp"
 
 namespace nugo::detail {
-
-// Enumerates 0..count-1 in a pseudo-random order: start anywhere, step by a number coprime
-// to count, so that every enumeration visits each P exactly once (Go's randomOrder).
-class StealOrder {
- public:
-  void reset(std::uint32_t count);
-  struct Enum {
-    std::uint32_t i, count, pos, inc;
-    bool done() const { return i == count; }
-    void next() { ++i; pos = (pos + inc) % count; }
-    std::uint32_t position() const { return pos; }
-  };
-  Enum start(std::uint32_t rnd) const {
-    return {0, count_, rnd % count_, coprimes_[rnd / count_ % coprimes_.size()]};
-  }
-
- private:
-  std::uint32_t count_ = 0;
-  std::vector<std::uint32_t> coprimes_;
-};
-
-struct Domain {
-  int id = 0;
-  Lock lock;  // Go's sched.lock, for this domain's lists below
-  // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
-  // touches no G (Go links Gs through g.schedlink instead; see core/README.md).
-  std::deque<G*> runq;
-  std::atomic<std::int32_t> runqsize{0};
-  P* pidle = nullptr;
-  M* midle = nullptr;
-  int nmidle = 0;
-  int nmidlelocked = 0;  // Ms parked until their locked G is runnable (stoplockedm)
-  // Read by every go() and goready() (wakep); kept off the line that yields write.
-  alignas(64) std::atomic<std::int32_t> npidle{0};
-  std::atomic<std::int32_t> nmspinning{0};
-  alignas(64) std::vector<P*> ps;  // this domain's Ps, the victims of its thieves (read-only)
-  StealOrder steal_order;
-};
 
 struct Sched {
   explicit Sched(const Config& cfg, topo::Topology topology);
@@ -137,15 +100,7 @@ void mstart(M* m);
 void wakep(Domain* d);
 void startm(P* pp, bool spinning);
 void startm(Domain* d, bool spinning);
-Domain* foreign_domain();
-// Every domain's lock, in domain order (the only order in which several are held), for the
-// few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).
-void lock_all_domains();
-void unlock_all_domains();
-void acquirep(P* pp);
-P* releasep();
-void pidleput(P* pp);  // domain lock held
-P* pidleget(Domain* d);  // domain lock held
+
 void handoffp(P* pp);
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
 // gopark's unlock function for a spin lock (futex.hpp) guarding a wait list.
@@ -154,8 +109,6 @@ inline bool park_unlock_spin(G*, void* lock) {
   return true;
 }
 void goready(G* gp);
-void globrunqput(Domain* d, G* gp);                    // domain lock held
-void globrunqputbatch(Domain* d, G* const* batch, int n);  // domain lock held
 G* getg();
 void gosched();
 // Plain threads (no M) that touch nugo objects may wake goroutines later: deadlock detection

@@ -1,5 +1,11 @@
-// nugo::syscall and its wrappers: entersyscall/exitsyscall (proc.cpp) around the call, with
-// errno carried across the exit, which may resume the goroutine on another thread.
+// System calls: Go's entersyscall, exitsyscall and entersyscallblock, and nugo::syscall and
+// its wrappers around them, with errno carried across the exit, which may resume the
+// goroutine on another thread.
+//
+// A G in a syscall keeps its M, and the M leaves its P in state `syscall`: nobody runs the
+// P, but it stays reserved for the M's return. Whoever moves the P out of that state first
+// owns it: exitsyscall (the fast path, the common case for a short call) or sysmon's retake,
+// which hands it to another M once the call has lasted a sysmon tick and there is work.
 #include "nugo/syscall.hpp"
 
 #include <sys/wait.h>
@@ -8,8 +14,81 @@
 
 #include <cerrno>
 
+#include "fatal.hpp"
 #include "preempt.hpp"
-#include "sched.hpp"
+#include "proc.hpp"
+
+namespace nugo::detail {
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+}  // namespace
+
+void entersyscall(bool block) {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  P* pp = m->p;
+  if (!pp) fatal("entersyscall: no P (nested nugo::syscall?)");
+  gp->status.store(GStatus::syscall, rlx);
+  pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
+  m->oldp = pp;
+  m->p = nullptr;
+  std::atomic_ref<M*>(pp->m).store(nullptr, rlx);
+  if (!block) {
+    pp->status.store(PStatus::syscall, std::memory_order_release);
+    return;
+  }
+  // Known to block: hand the P off at once (the M will not be back soon).
+  m->oldp = nullptr;
+  pp->status.store(PStatus::idle, std::memory_order_release);
+  handoffp(pp);
+}
+
+// The slow path, on g0: no P to be had. Queue gp globally and park the M (Go's exitsyscall0).
+namespace {
+
+Next exitsyscall0(M* m, G* gp) {
+  Domain* d = m->domain;
+  gp->status.store(GStatus::runnable, rlx);
+  d->lock.lock();
+  P* pp = pidleget(d);
+  if (!pp) globrunqput(d, gp);
+  d->lock.unlock();
+  if (pp) {
+    acquirep(pp);
+    return {gp, false};
+  }
+  return {};  // findrunnable sleeps without a P until startm hands it one
+}
+
+}  // namespace
+
+void exitsyscall() {
+  NoPreempt np;
+  M* m = getm();
+  G* gp = m->curg;
+  P* oldp = m->oldp;
+  m->oldp = nullptr;
+  PStatus expected = PStatus::syscall;
+  if (oldp && oldp->status.compare_exchange_strong(expected, PStatus::idle, std::memory_order_acquire)) {
+    acquirep(oldp);  // fast path: nobody took it
+  } else {
+    Domain* d = m->domain;
+    d->lock.lock();
+    P* pp = d->npidle.load(rlx) > 0 ? pidleget(d) : nullptr;
+    d->lock.unlock();
+    if (!pp) {
+      mcall(exitsyscall0);  // returns on whichever M runs gp again, status set by execute
+      return;
+    }
+    acquirep(pp);
+  }
+  P* pp = getm()->p;
+  pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
+  gp->status.store(GStatus::running, rlx);
+}
+
+}  // namespace nugo::detail
 
 namespace nugo {
 SyscallScope::SyscallScope(Kind kind) {

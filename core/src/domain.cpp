@@ -1,0 +1,138 @@
+// A domain's lists: its global run queue, idle Ps and idle Ms (domain.hpp), and which M owns
+// which P. Everything here but acquirep/releasep runs with the domain's lock held.
+#include "domain.hpp"
+
+#include <algorithm>
+
+#include "fatal.hpp"
+#include "sched.hpp"
+
+namespace nugo::detail {
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto sc = std::memory_order_seq_cst;
+}  // namespace
+
+// ---- the global run queue ----
+
+// runqsize is written only under the domain lock and read without it as a hint, so the
+// writes are plain stores, not atomic read-modify-writes.
+void globrunqput(Domain* d, G* gp) {
+  d->runq.push_back(gp);
+  d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
+}
+
+void globrunqputbatch(Domain* d, G* const* batch, int n) {
+  d->runq.insert(d->runq.end(), batch, batch + n);
+  d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
+}
+
+G* globrunqget(P* pp, int max) {
+  // The caller's ring is empty (or n is 1), so the puts below cannot overflow it into
+  // runqputslow, which would take the lock we hold.
+  Domain* d = pp->domain;
+  int size = d->runqsize.load(rlx);
+  if (size == 0) return nullptr;
+  int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
+  if (max > 0 && n > max) n = max;
+  if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
+  d->runqsize.store(size - n, rlx);
+  G* gp = d->runq.front();
+  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i], false);
+  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
+  return gp;
+}
+
+// ---- idle Ms and Ps, and P ownership ----
+
+void mput(Domain* d, M* m) {
+  m->schedlink = d->midle;
+  d->midle = m;
+  ++d->nmidle;
+}
+
+M* mget(Domain* d) {
+  M* m = d->midle;
+  if (m) {
+    d->midle = m->schedlink;
+    --d->nmidle;
+  }
+  return m;
+}
+
+// Removes m from the idle M list; false if it is not there (startm took it).
+bool mremove(Domain* d, M* m) {
+  for (M** link = &d->midle; *link; link = &(*link)->schedlink) {
+    if (*link == m) {
+      *link = m->schedlink;
+      --d->nmidle;
+      return true;
+    }
+  }
+  return false;
+}
+
+void acquirep(P* pp) {
+  M* m = getm();
+  if (pp->status.load(rlx) != PStatus::idle || pp->m) fatal("acquirep: P %d is not idle", pp->id);
+  m->p = pp;
+  m->domain = pp->domain;  // an M belongs to the domain of the P it runs (startlockedm may
+                           // hand it one of another domain); idle, to the list it is on
+  pp->m = m;
+  pp->status.store(PStatus::running, rlx);
+  // A P starts running: sysmon, asleep while every P was idle, has work again.
+  if (sched->sysmonwait.load(std::memory_order_acquire) && sched->sysmonwait.exchange(false))
+    sched->sysmon_note.wakeup();
+}
+
+P* releasep() {
+  M* m = getm();
+  P* pp = m->p;
+  if (!pp || pp->m != m) fatal("releasep: P not owned by this M");
+  pp->m = nullptr;
+  pp->status.store(PStatus::idle, rlx);
+  m->p = nullptr;
+  return pp;
+}
+
+void pidleput(P* pp) {
+  if (!runqempty(pp)) fatal("pidleput: P %d has a non-empty run queue", pp->id);
+  Domain* d = pp->domain;
+  pp->link = d->pidle;
+  d->pidle = pp;
+  d->npidle.fetch_add(1, sc);
+}
+
+P* pidleget(Domain* d) {
+  P* pp = d->pidle;
+  if (pp) {
+    d->pidle = pp->link;
+    d->npidle.fetch_sub(1, sc);
+  }
+  return pp;
+}
+
+// Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
+// run by sysmon) queues goroutines and timers. Flat mode has one domain; NUMA mode will pick
+// the node of the CPU the thread runs on.
+Domain* foreign_domain() { return sched->domains.front().get(); }
+
+void lock_all_domains() {
+  for (auto& d : sched->domains) d->lock.lock();
+}
+
+void unlock_all_domains() {
+  for (auto it = sched->domains.rbegin(); it != sched->domains.rend(); ++it) (*it)->lock.unlock();
+}
+
+void StealOrder::reset(std::uint32_t count) {
+  count_ = count;
+  coprimes_.clear();
+  for (std::uint32_t i = 1; i <= count; ++i) {
+    std::uint32_t a = i, b = count;
+    while (b) { std::uint32_t r = a % b; a = b; b = r; }
+    if (a == 1) coprimes_.push_back(i);
+  }
+}
+
+}  // namespace nugo::detail

@@ -1,0 +1,79 @@
+// A scheduling domain: a group of Ps with its own lock, global run queue, idle P list, idle
+// M list and spinning count (what Go keeps in `sched`, cut where NUMA mode cuts it). Flat mode
+// has one domain; NUMA mode one per node, with the same code. The functions on a domain's
+// lists live in domain.cpp; core/README.md ("Domains") says which domain each path means.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "futex.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "p.hpp"
+
+namespace nugo::detail {
+
+// Enumerates 0..count-1 in a pseudo-random order: start anywhere, step by a number coprime
+// to count, so that every enumeration visits each P exactly once (Go's randomOrder).
+class StealOrder {
+ public:
+  void reset(std::uint32_t count);
+  struct Enum {
+    std::uint32_t i, count, pos, inc;
+    bool done() const { return i == count; }
+    void next() { ++i; pos = (pos + inc) % count; }
+    std::uint32_t position() const { return pos; }
+  };
+  Enum start(std::uint32_t rnd) const {
+    return {0, count_, rnd % count_, coprimes_[rnd / count_ % coprimes_.size()]};
+  }
+
+ private:
+  std::uint32_t count_ = 0;
+  std::vector<std::uint32_t> coprimes_;
+};
+
+struct Domain {
+  int id = 0;
+  Lock lock;  // Go's sched.lock, for this domain's lists below
+  // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
+  // touches no G (Go links Gs through g.schedlink instead; see core/README.md).
+  std::deque<G*> runq;
+  std::atomic<std::int32_t> runqsize{0};
+  P* pidle = nullptr;
+  M* midle = nullptr;
+  int nmidle = 0;
+  int nmidlelocked = 0;  // Ms parked until their locked G is runnable (stoplockedm)
+  // Read by every go() and goready() (wakep); kept off the line that yields write.
+  alignas(64) std::atomic<std::int32_t> npidle{0};
+  std::atomic<std::int32_t> nmspinning{0};
+  alignas(64) std::vector<P*> ps;  // this domain's Ps, the victims of its thieves (read-only)
+  StealOrder steal_order;
+};
+
+// The lists. "d locked": the caller holds d->lock.
+void globrunqput(Domain* d, G* gp);                        // d locked
+void globrunqputbatch(Domain* d, G* const* batch, int n);  // d locked
+G* globrunqget(P* pp, int max);                            // pp->domain locked
+void pidleput(P* pp);                                      // pp->domain locked
+P* pidleget(Domain* d);                                    // d locked
+void mput(Domain* d, M* m);                                // d locked
+M* mget(Domain* d);                                        // d locked
+bool mremove(Domain* d, M* m);  // d locked; false if m is not on the list (startm took it)
+
+// P ownership by the calling M.
+void acquirep(P* pp);
+P* releasep();
+
+// Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
+// run by sysmon) queues goroutines and timers.
+Domain* foreign_domain();
+// Every domain's lock, in domain order (the only order in which several are held), for the
+// few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).
+void lock_all_domains();
+void unlock_all_domains();
+
+}  // namespace nugo::detail

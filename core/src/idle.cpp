@@ -1,0 +1,347 @@
+// Idle Ms and spinning: starting, parking and waking Ms (Go's startm, stopm, wakep,
+// handoffp, and the end of findRunnable), the deadlock check, and M creation and exit.
+//
+// Worker parking and unparking (the part that must lose no wake-up), as in Go:
+//   A submitter makes a G runnable (runqput or globrunqput), then calls wakep(), which starts
+//   a spinning M if there is an idle P and nobody is spinning. A spinning M that finds work
+//   stops spinning and calls wakep() for the rest of the work.
+//   A spinning M that finds nothing first drops its P, then decrements nmspinning, then
+//   re-checks every run queue of its domain. Both sides do "publish, then look" with a full
+//   fence (StoreLoad) between, so at least one sees the other: either the submitter sees
+//   nmspinning == 0 and wakes someone, or the spinner sees the new G.
+//   At most half of the busy Ps have a spinning M (2*nmspinning < gomaxprocs - npidle), so
+//   idle Ms do not burn CPU when there is little to steal.
+#include <algorithm>
+#include <cstdio>
+#include <system_error>
+
+#include "fatal.hpp"
+#include "netpoll.hpp"
+#include "proc.hpp"
+#include "timer.hpp"
+
+namespace nugo::detail {
+namespace {
+
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto sc = std::memory_order_seq_cst;
+constexpr std::int64_t kDeadlockGraceNs = 50'000'000;
+// An idle M beyond gomaxprocs exits after this long without work (Go keeps them forever).
+constexpr std::int64_t kIdleMLifetimeNs = 1'000'000'000;
+
+// Ms idle or parked with their locked G, in every domain. All domain locks held.
+int idle_ms_everywhere() {
+  int n = 0;
+  for (const auto& d : sched->domains) n += d->nmidle + d->nmidlelocked;
+  return n;
+}
+
+// Go's checkdead, for the M that found every other M idle. Called on the M's way out of the
+// grace-period sleep, without a P. Nothing can run again if still every M is idle, no timer is
+// pending, no goroutine waits for I/O, no run queue holds a goroutine, and no plain thread has
+// called into the runtime.
+// Then it reports every goroutine's wait reason and exits with status 2, as Go does.
+void checkdead() {
+  if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
+  lock_all_domains();  // a program blocked across every domain is one deadlock
+  bool dead = idle_ms_everywhere() + 1 == sched->mcount.load() && !sched->foreign_seen.load() &&
+              !netpoll_any_waiters();
+  for (const auto& d : sched->domains) dead = dead && d->runqsize.load() == 0;
+  for (const auto& p : sched->allp) dead = dead && nexttimer(p.get()) == 0 && runqempty(p.get());
+  if (!dead) {
+    unlock_all_domains();
+    return;
+  }
+  sched->glock.lock();  // gchunks; held until exit
+  std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
+  for (G* chunk : sched->gchunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
+      if (gp->status.load() == GStatus::waiting)
+        std::fprintf(stderr, "\ngoroutine %lld [%s]:\n", static_cast<long long>(gp->goid),
+                     to_string(gp->waitreason));
+  std::fputs("\n(nugo: if a thread outside the runtime was going to wake one of these goroutines, "
+             "run with NUGO_DEBUG=deadlock=0 or Config::detect_deadlock = false)\n",
+             stderr);
+  std::fflush(stderr);
+  std::_Exit(2);
+}
+
+// The earliest timer of every P, or 0. One M polls for the whole runtime, so it sleeps
+// until the earliest timer of any domain.
+std::int64_t earliest_timer() {
+  std::int64_t earliest = 0;
+  for (const auto& p : sched->allp) {
+    std::int64_t w = nexttimer(p.get());
+    if (w != 0 && (earliest == 0 || w < earliest)) earliest = w;
+  }
+  return earliest;
+}
+
+// Takes an idle P of d for this M, if there is one.
+bool acquire_idle_p(Domain* d) {
+  d->lock.lock();
+  P* pp = pidleget(d);
+  d->lock.unlock();
+  if (pp) acquirep(pp);
+  return pp != nullptr;
+}
+
+// startm with d's lock held and pp taken; releases the lock.
+void startm_locked(Domain* d, P* pp, bool spinning) {
+  M* m = mget(d);
+  if (!m) {
+    d->lock.unlock();
+    newm(d, pp, spinning);
+    return;
+  }
+  m->spinning = spinning;
+  m->nextp = pp;
+  d->lock.unlock();
+  m->park.wakeup();
+}
+
+}  // namespace
+
+// Starts an M on pp, reusing one whose thread exited (mexit) if there is one.
+void newm(Domain* d, P* pp, bool spinning) {
+  sched->mlock.lock();
+  if (sched->stopping.load(rlx)) {
+    sched->mlock.unlock();
+    return;
+  }
+  if (sched->mcount.load(rlx) >= Sched::kMaxMCount)
+    fatal("thread limit: %d OS threads exhausted", Sched::kMaxMCount);
+  M* m = nullptr;
+  if (!sched->freem.empty()) {
+    m = sched->freem.back();
+    sched->freem.pop_back();
+    m->thread.join();  // gone already, or finishing mstart's last lines
+  } else {
+    m = new M;
+    m->id = static_cast<int>(sched->allm.size());
+    m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
+    sched->allm.push_back(m);
+  }
+  m->domain = d;
+  m->nextp = pp;
+  m->spinning = spinning;
+  m->exiting = false;
+  m->signal_pending.store(false, rlx);
+  sched->mcount.fetch_add(1, std::memory_order_relaxed);
+  try {
+    m->thread = std::thread(mstart, m);
+  } catch (const std::system_error& e) {
+    fatal("newm: cannot create an OS thread: %s (%d threads running; raise the limit on "
+          "processes: ulimit -u, RLIMIT_NPROC)", e.what(), sched->mcount.load(rlx) - 1);
+  }
+  sched->mlock.unlock();
+}
+
+// The calling M's thread is about to end: it no longer counts, and newm may reuse the M.
+void mexit(M* m) {
+  sched->mlock.lock();
+  sched->mcount.fetch_sub(1, std::memory_order_relaxed);
+  sched->freem.push_back(m);
+  sched->mlock.unlock();
+}
+
+// Parks the M on the idle list of its domain until startm hands it a P. The M that makes
+// every M of the runtime idle becomes the deadlock watcher (if may_watch): it sleeps through a
+// grace period, for the caller to run checkdead. Deciding that under every domain's lock,
+// right after mput, is what makes exactly one of several Ms going idle together the last one
+// (Go calls checkdead from mput for the same reason); with one domain that is just its lock.
+// Any other M beyond gomaxprocs sleeps for kIdleMLifetimeNs at most, then leaves.
+Wake stopm(M* m, bool may_watch) {
+  Domain* d = m->domain;
+  auto unlock = [&] {
+    if (may_watch) unlock_all_domains(); else d->lock.unlock();
+  };
+  if (may_watch) lock_all_domains(); else d->lock.lock();
+  if (sched->stopping.load(rlx)) {
+    unlock();
+    return Wake::stop;
+  }
+  mput(d, m);
+  Wake on_deadline = Wake::p;
+  std::int64_t deadline_ns = 0;
+  int mcount = sched->mcount.load();
+  if (may_watch && idle_ms_everywhere() == mcount && !sched->foreign_seen.load()) {
+    on_deadline = Wake::watch;
+    deadline_ns = nanotime() + kDeadlockGraceNs;
+  } else if (mcount > sched->gomaxprocs) {
+    on_deadline = Wake::exit;
+    deadline_ns = nanotime() + kIdleMLifetimeNs;
+  }
+  unlock();
+  for (;;) {
+    if (deadline_ns)
+      m->park.sleep_until(deadline_ns);
+    else
+      m->park.sleep();
+    m->park.clear();
+    if (m->nextp) {
+      acquirep(m->nextp);
+      m->nextp = nullptr;
+      return Wake::p;
+    }
+    if (sched->stopping.load(rlx)) return Wake::stop;
+    if (!deadline_ns || nanotime() < deadline_ns) continue;  // a stale wake-up (Note wakeups merge)
+    d->lock.lock();
+    bool listed = mremove(d, m);
+    P* handed = listed ? nullptr : m->nextp;  // startm sets nextp under this lock
+    if (listed && on_deadline == Wake::exit && sched->mcount.load() <= sched->gomaxprocs) {
+      mput(d, m);  // others left first: this one stays, and sleeps until needed
+      listed = false;
+      deadline_ns = 0;
+    }
+    d->lock.unlock();
+    if (listed) return on_deadline;
+    if (handed) {
+      acquirep(handed);
+      m->nextp = nullptr;
+      return Wake::p;
+    }
+  }
+}
+
+// The spinning transitions. A spinning M counts in its domain's nmspinning (at most half of
+// the busy Ps have one, and a submitter wakes an M only when none spins).
+void become_spinning(M* m) {
+  m->spinning = true;
+  m->domain->nmspinning.fetch_add(1, sc);
+}
+
+// After this the caller must wakep, or re-check every queue itself: work submitted while m
+// spun may have seen a spinner and woken nobody. (Not "only if m was the last spinner": a
+// wakep's reservation may be undone by startm between our decrement and its look, so only a
+// fresh look at nmspinning, which wakep makes, is safe. Go calls wakep unconditionally too.)
+void stop_spinning(M* m) {
+  m->spinning = false;
+  if (m->domain->nmspinning.fetch_sub(1, sc) <= 0) fatal("stop_spinning: negative nmspinning");
+}
+
+// A spinner found work: another M should look for the rest (Go's resetspinning).
+void resetspinning(M* m) {
+  stop_spinning(m);
+  wakep(m->domain);
+}
+
+// After giving up its P, a former spinner looks at every queue once more (the StoreLoad
+// half of the protocol) and takes an idle P back if it sees work.
+P* check_runqs_no_p(Domain* d) {
+  bool work = d->runqsize.load(sc) > 0;
+  for (P* p : d->ps) work = work || !runqempty(p);
+  if (!work) return nullptr;
+  d->lock.lock();
+  P* pp = pidleget(d);
+  d->lock.unlock();
+  return pp;
+}
+
+// Sleeps without a P until the M has one (true), or until the runtime stops or the M is to
+// exit (false; m->exiting says which). While a timer is pending or a goroutine waits for I/O,
+// one M, the poller, blocks in netpoll until the earliest timer instead of on its note; when
+// it returns it takes an idle P for what it readied or for the timer, or, finding none, hands
+// the readied goroutines to the global queue and sleeps like any other idle M (Go's
+// findRunnable, from "poll network until next timer"). The others sleep until startm.
+bool idle_until_p(M* m) {
+  Domain* d = m->domain;
+  for (;;) {
+    if (sched->stopping.load(rlx)) return false;
+    std::int64_t next = earliest_timer();
+    if ((next != 0 || netpoll_any_waiters()) && sched->lastpoll.exchange(0, sc) != 0) {
+      sched->poll_until.store(next, sc);
+      // Published; now catch a timer added before wake_netpoller could see us.
+      std::int64_t again = earliest_timer();
+      if (again != 0 && (next == 0 || again < next)) sched->poll_until.store(next = again, sc);
+      std::int64_t delay = next == 0 ? -1 : std::max<std::int64_t>(0, next - nanotime());
+      G* gl[kNetpollMaxReady];
+      int n = netpoll(delay, gl);
+      sched->poll_until.store(0, sc);
+      sched->lastpoll.store(nanotime(), sc);
+      if (sched->stopping.load(rlx)) return false;  // the readied ones are abandoned with the rest
+      bool got_p = acquire_idle_p(d);
+      injectglist(gl, n);  // with no P (every P busy), all to the global queue
+      if (got_p) return true;
+    } else if (next != 0) {
+      // Someone else polls: make sure it wakes for this timer.
+      std::int64_t until = sched->poll_until.load(sc);
+      if (until == 0 || until > next) netpoll_break();
+    }
+    // With a timer pending, or a goroutine waiting for I/O, there is no deadlock to watch for.
+    Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
+    if (w == Wake::watch) {
+      checkdead();  // returns if not dead: then look for work once more, and sleep again
+      if (acquire_idle_p(d)) return true;
+      continue;
+    }
+    if (w == Wake::p) return true;
+    if (w == Wake::exit) m->exiting = true;
+    return false;
+  }
+}
+
+// Starts an M (an idle one of pp's domain, or a new one) on pp, an idle P that nobody owns.
+// With spinning, the caller has already counted the new M in the domain's nmspinning.
+void startm(P* pp, bool spinning) {
+  Domain* d = pp->domain;
+  d->lock.lock();
+  startm_locked(d, pp, spinning);
+}
+
+// The same on an idle P of d, if there is one. With spinning, the caller has already counted
+// the new M in d's nmspinning, and this undoes that if no P is idle.
+void startm(Domain* d, bool spinning) {
+  d->lock.lock();
+  P* pp = pidleget(d);
+  if (!pp) {
+    d->lock.unlock();
+    if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
+    return;
+  }
+  startm_locked(d, pp, spinning);
+}
+
+// d: the domain whose queues just got work (the submitter's P's, or the one a thread without
+// a P queued into). A spinning M of d will find it (in NUMA mode, other domains' Ms too, by
+// stealing across domains).
+void wakep(Domain* d) {
+  if (d->npidle.load(sc) == 0) return;
+  std::int32_t zero = 0;
+  if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
+  startm(d, true);
+}
+
+// pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M
+// in a syscall (sysmon's retake, entersyscallblock), an exiting M. Start an M on it if
+// there is work for it, else put it on the idle list (Go's handoffp).
+void handoffp(P* pp) {
+  Domain* d = pp->domain;
+  if (!runqempty(pp) || d->runqsize.load(sc) > 0 || nexttimer(pp) != 0) {
+    startm(pp, false);  // its timers need an M too: the poller may not know of them
+    return;
+  }
+  // The last P to stop running while goroutines wait for I/O and nobody polls: its M polls.
+  if (netpoll_any_waiters() && sched->lastpoll.load(sc) != 0 &&
+      d->npidle.load(sc) == static_cast<int>(d->ps.size()) - 1) {
+    startm(pp, false);
+    return;
+  }
+  // Nobody spinning or idle to pick up work that appears next: become the spinner.
+  std::int32_t zero = 0;
+  if (d->nmspinning.load(sc) + d->npidle.load(sc) == 0 &&
+      d->nmspinning.compare_exchange_strong(zero, 1, sc)) {
+    startm(pp, true);
+    return;
+  }
+  d->lock.lock();
+  if (d->runqsize.load(rlx) > 0) {
+    d->lock.unlock();
+    startm(pp, false);
+    return;
+  }
+  pidleput(pp);
+  d->lock.unlock();
+}
+
+}  // namespace nugo::detail
