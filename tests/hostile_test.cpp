@@ -56,6 +56,18 @@ TEST_CASE("4,000 seeded random programs at 20-50 us slices run clean (issue 9.2)
   }
 }
 
+TEST_CASE("random programs and the short-slice mix also run clean in NUMA mode on 4 nodes",
+          "[hostile]") {
+  const std::string numa =
+      "NUGO_MODE=numa NUGO_TOPOLOGY=synthetic:pack:4\\ numa:1\\ core:2\\ pu:1 NUGO_PROCS=8 "
+      "NUGO_TIMESLICE=50us";
+  ChildResult r = hostile(numa, "random 1 1000", 240);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  require_clean_runs(numa, "mix", 2);
+  require_clean_runs(numa, "yield-spin", 2);
+}
+
 TEST_CASE("a std::mutex or std::shared_mutex held across compute does not hang (issue 9.3)",
           "[hostile]") {
   require_clean_runs("NUGO_PROCS=1", "std-mutex", 1);

@@ -94,6 +94,14 @@ Config Config::from_env() {
     cfg.stack_size = size;
   }
   if (const char* v = std::getenv("NUGO_TOPOLOGY")) cfg.topology = v;
+  if (const char* v = std::getenv("NUGO_MODE")) {
+    if (std::strcmp(v, "flat") == 0)
+      cfg.mode = Mode::flat;
+    else if (std::strcmp(v, "numa") == 0)
+      cfg.mode = Mode::numa;
+    else
+      bad("NUGO_MODE", v, "expected flat or numa");
+  }
   if (const char* v = std::getenv("NUGO_TIMESLICE")) {
     std::chrono::nanoseconds d{};
     if (!parse_duration(v, &d)) bad("NUGO_TIMESLICE", v, "expected a duration such as 10ms or 200us");
@@ -122,6 +130,9 @@ void Config::validate() const {
   if (timeslice < kMinTimeslice || timeslice > kMaxTimeslice)
     throw ConfigError("Config::timeslice=" + std::to_string(timeslice.count()) +
                       "ns: time slice must be between 20us and 10s");
+  if (mode != Mode::automatic && mode != Mode::flat && mode != Mode::numa)
+    throw ConfigError("Config::mode=" + std::to_string(static_cast<int>(mode)) +
+                      ": expected Mode::automatic, Mode::flat or Mode::numa");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

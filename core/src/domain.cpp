@@ -2,6 +2,8 @@
 // which P. Everything here but acquirep/releasep runs with the domain's lock held.
 #include "domain.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "fatal.hpp"
@@ -27,10 +29,10 @@ void globrunqputbatch(Domain* d, G* const* batch, int n) {
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
-G* globrunqget(P* pp, int max) {
+// From d's queue (pp's own domain's, or a remote one a thief robs) into pp's ring.
+G* globrunqget(Domain* d, P* pp, int max) {
   // The caller's ring is empty (or n is 1), so the puts below cannot overflow it into
-  // runqputslow, which would take the lock we hold.
-  Domain* d = pp->domain;
+  // runqputslow, which would take pp's domain lock (the one we hold, if d is pp's).
   int size = d->runqsize.load(rlx);
   if (size == 0) return nullptr;
   int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
@@ -115,7 +117,12 @@ P* pidleget(Domain* d) {
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
 // run by sysmon) queues goroutines and timers. Flat mode has one domain; NUMA mode will pick
 // the node of the CPU the thread runs on.
-Domain* foreign_domain() { return sched->domains.front().get(); }
+Domain* foreign_domain() {
+  if (sched->domains.size() == 1) return sched->domains.front().get();
+  int cpu = sched_getcpu();
+  int d = cpu >= 0 && cpu < static_cast<int>(sched->domain_of_cpu.size()) ? sched->domain_of_cpu[cpu] : -1;
+  return sched->domains[d >= 0 ? d : 0].get();
+}
 
 void lock_all_domains() {
   for (auto& d : sched->domains) d->lock.lock();

@@ -37,7 +37,9 @@ class StealOrder {
 };
 
 struct Domain {
-  int id = 0;
+  int id = 0;       // index in Sched::domains
+  int node = -1;    // index into the topology's nodes; -1 in flat mode
+  int os_node = -1;  // the OS's number for that node; -1 in flat mode
   Lock lock;  // Go's sched.lock, for this domain's lists below
   // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
   // touches no G (Go links Gs through g.schedlink instead; see core/README.md).
@@ -52,12 +54,16 @@ struct Domain {
   std::atomic<std::int32_t> nmspinning{0};
   alignas(64) std::vector<P*> ps;  // this domain's Ps, the victims of its thieves (read-only)
   StealOrder steal_order;
+  // The other domains by distance, nearest group first (numa::Plan::remote): where this
+  // domain's thieves look once their own domain has nothing. Empty in flat mode. Read-only.
+  std::vector<std::vector<Domain*>> remote;
 };
 
 // The lists. "d locked": the caller holds d->lock.
 void globrunqput(Domain* d, G* gp);                        // d locked
 void globrunqputbatch(Domain* d, G* const* batch, int n);  // d locked
-G* globrunqget(P* pp, int max);                            // pp->domain locked
+G* globrunqget(Domain* d, P* pp, int max);                 // d locked; takes into pp
+inline G* globrunqget(P* pp, int max) { return globrunqget(pp->domain, pp, max); }
 void pidleput(P* pp);                                      // pp->domain locked
 P* pidleget(Domain* d);                                    // d locked
 void mput(Domain* d, M* m);                                // d locked
@@ -69,7 +75,8 @@ void acquirep(P* pp);
 P* releasep();
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
-// run by sysmon) queues goroutines and timers.
+// run by sysmon) queues goroutines and timers: the domain of the CPU it runs on (the first
+// domain whose P that CPU runs, for a folded emulated topology), else the first domain.
 Domain* foreign_domain();
 // Every domain's lock, in domain order (the only order in which several are held), for the
 // few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).

@@ -86,6 +86,24 @@ bool acquire_idle_p(Domain* d) {
   return pp != nullptr;
 }
 
+// An idle P of m's domain, else of the nearest domain that has one (m then belongs to that
+// domain). For the poller: what it readied, or the timer it woke for, may be anywhere.
+bool acquire_idle_p_nearest(M* m) {
+  Domain* d = m->domain;
+  if (acquire_idle_p(d)) return true;
+  for (const std::vector<Domain*>& group : d->remote)
+    for (Domain* r : group)
+      if (r->npidle.load(sc) > 0 && acquire_idle_p(r)) return true;
+  return false;
+}
+
+// Starts a spinning M on an idle P of d unless one already spins there (Go's wakep).
+void wake_spinner(Domain* d) {
+  std::int32_t zero = 0;
+  if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
+  startm(d, true);
+}
+
 // startm with d's lock held and pp taken; releases the lock.
 void startm_locked(Domain* d, P* pp, bool spinning) {
   M* m = mget(d);
@@ -229,8 +247,16 @@ void resetspinning(M* m) {
 // After giving up its P, a former spinner looks at every queue once more (the StoreLoad
 // half of the protocol) and takes an idle P back if it sees work.
 P* check_runqs_no_p(Domain* d) {
-  bool work = d->runqsize.load(sc) > 0;
-  for (P* p : d->ps) work = work || !runqempty(p);
+  auto has_work = [](const Domain* x) {
+    if (x->runqsize.load(sc) > 0) return true;
+    for (P* p : x->ps)
+      if (!runqempty(p)) return true;
+    return false;
+  };
+  // Every queue its thieves would rob: its own domain's, then the other domains'.
+  bool work = has_work(d);
+  for (const std::vector<Domain*>& group : d->remote)
+    for (const Domain* r : group) work = work || has_work(r);
   if (!work) return nullptr;
   d->lock.lock();
   P* pp = pidleget(d);
@@ -245,7 +271,6 @@ P* check_runqs_no_p(Domain* d) {
 // the readied goroutines to the global queue and sleeps like any other idle M (Go's
 // findRunnable, from "poll network until next timer"). The others sleep until startm.
 bool idle_until_p(M* m) {
-  Domain* d = m->domain;
   for (;;) {
     if (sched->stopping.load(rlx)) return false;
     std::int64_t next = earliest_timer();
@@ -260,7 +285,7 @@ bool idle_until_p(M* m) {
       sched->poll_until.store(0, sc);
       sched->lastpoll.store(nanotime(), sc);
       if (sched->stopping.load(rlx)) return false;  // the readied ones are abandoned with the rest
-      bool got_p = acquire_idle_p(d);
+      bool got_p = acquire_idle_p_nearest(m);
       injectglist(gl, n);  // with no P (every P busy), all to the global queue
       if (got_p) return true;
     } else if (next != 0) {
@@ -272,7 +297,7 @@ bool idle_until_p(M* m) {
     Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
     if (w == Wake::watch) {
       checkdead();  // returns if not dead: then look for work once more, and sleep again
-      if (acquire_idle_p(d)) return true;
+      if (acquire_idle_p_nearest(m)) return true;
       continue;
     }
     if (w == Wake::p) return true;
@@ -306,10 +331,16 @@ void startm(Domain* d, bool spinning) {
 // a P queued into). A spinning M of d will find it (in NUMA mode, other domains' Ms too, by
 // stealing across domains).
 void wakep(Domain* d) {
-  if (d->npidle.load(sc) == 0) return;
-  std::int32_t zero = 0;
-  if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
-  startm(d, true);
+  if (d->npidle.load(sc) == 0) {
+    // Every P of d is busy and will get to the work, but a node with idle Ps should not
+    // watch: wake a spinner in the nearest one (it steals across domains once its own has
+    // nothing). Flat mode has no remote domains.
+    for (const std::vector<Domain*>& group : d->remote)
+      for (Domain* r : group)
+        if (r->npidle.load(sc) > 0) return wake_spinner(r);
+    return;
+  }
+  wake_spinner(d);
 }
 
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M

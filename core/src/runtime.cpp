@@ -19,6 +19,7 @@
 
 #include "fatal.hpp"
 #include "netpoll.hpp"
+#include "plan.hpp"
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
@@ -52,18 +53,40 @@ Sched::Sched(const Config& c, topo::Topology t)
   timeslice_ns = cfg.timeslice.count();
   netpoll_init();
   lastpoll.store(nanotime());
-  auto d = std::make_unique<Domain>();
-  d->id = 0;
   for (int i = 0; i < gomaxprocs; ++i) {
-    auto pp = std::make_unique<P>();
-    pp->id = i;
-    pp->domain = d.get();
-    d->ps.push_back(pp.get());
-    allp.push_back(std::move(pp));
+    allp.push_back(std::make_unique<P>());
+    allp.back()->id = i;
   }
-  d->steal_order.reset(static_cast<std::uint32_t>(gomaxprocs));
-  for (int i = gomaxprocs - 1; i >= 0; --i) pidleput(allp[i].get());  // P0 is handed out first
-  domains.push_back(std::move(d));
+  // The domains and their Ps, as NUMA policy plans them (numa/src/plan.hpp): flat mode is
+  // one domain with every P, NUMA mode one per node that got a P.
+  numa::Plan plan = numa::make_plan(topology, gomaxprocs, cfg.mode);
+  mode = plan.mode;
+  for (const numa::DomainPlan& dp : plan.domains) {
+    auto d = std::make_unique<Domain>();
+    d->id = static_cast<int>(domains.size());
+    d->node = dp.node;
+    d->os_node = dp.os_node;
+    for (std::size_t k = 0; k < dp.ps.size(); ++k) {
+      P* pp = allp[dp.ps[k]].get();
+      pp->domain = d.get();
+      d->ps.push_back(pp);
+      // A thread without a P on this CPU queues in this domain (foreign_domain).
+      int cpu = topology.real_cpu(dp.pus[k]);
+      if (cpu >= 0) {
+        if (static_cast<int>(domain_of_cpu.size()) <= cpu) domain_of_cpu.resize(cpu + 1, -1);
+        if (domain_of_cpu[cpu] < 0) domain_of_cpu[cpu] = d->id;
+      }
+    }
+    d->steal_order.reset(static_cast<std::uint32_t>(d->ps.size()));
+    for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(*it);  // lowest first out
+    domains.push_back(std::move(d));
+  }
+  for (std::size_t i = 0; i < domains.size(); ++i)
+    for (const std::vector<int>& tier : plan.remote[i]) {
+      std::vector<Domain*> group;
+      for (int other : tier) group.push_back(domains[other].get());
+      domains[i]->remote.push_back(std::move(group));
+    }
 }
 
 Sched::~Sched() {

@@ -30,7 +30,10 @@ struct Sched {
   Config cfg;
   topo::Topology topology;
   int gomaxprocs = 0;
+  Mode mode = Mode::flat;  // resolved: never Mode::automatic
   std::vector<std::unique_ptr<Domain>> domains;
+  // Domain id by real CPU number (-1: none), for threads without a P (foreign_domain).
+  std::vector<int> domain_of_cpu;
   std::vector<std::unique_ptr<P>> allp;
 
   Lock mlock;  // allm, freem

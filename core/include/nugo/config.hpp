@@ -16,6 +16,13 @@ class ConfigError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// How Ps are grouped into scheduling domains (core/README.md, "Domains"; numa/README.md).
+enum class Mode {
+  automatic,  // numa when the topology has more than one node with CPUs, else flat
+  flat,       // one domain holding every P: exactly Go's scheduler
+  numa,       // one domain per node with CPUs; stealing prefers the thief's own node
+};
+
 struct Config {
   static constexpr int kMaxProcs = 1024;                      // as Go's _MaxGomaxprocs
   static constexpr std::size_t kMinStack = 16 * 1024;
@@ -31,6 +38,8 @@ struct Config {
   // Where the topology comes from: "" (this machine, via hwloc), "xml:<path>" or
   // "synthetic:<hwloc synthetic description>". Env: NUGO_TOPOLOGY.
   std::string topology;
+  // Env: NUGO_MODE ("flat", "numa"; unset: automatic).
+  Mode mode = Mode::automatic;
   // Go's deadlock report ("all goroutines are asleep"), on by default. It cannot see plain
   // threads that will wake a goroutine without having called into nugo yet: turn it off for
   // such programs. Env: NUGO_DEBUG=deadlock=0.
@@ -50,7 +59,7 @@ struct Config {
   // "SIGUSR2", a number); SIGSEGV, SIGBUS, SIGKILL, SIGSTOP and the like are refused.
   int preempt_signal = SIGURG;
 
-  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and
+  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and
   // NUGO_DEBUG (comma-separated key=value, as GODEBUG: deadlock=0|1, asyncpreemptoff=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();

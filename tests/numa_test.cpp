@@ -1,0 +1,179 @@
+// NUMA mode (issue 10, first part): the domain plan on every reference topology and on
+// synthetic ones, the runtime built from it, stealing across domains, deadlock detection
+// across domains, and bad input. The whole scheduler suite also runs in NUMA mode on emulated
+// 2- and 4-node machines (tests/CMakeLists.txt).
+#include <algorithm>
+#include <chrono>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nugo/nugo.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "plan.hpp"
+#include "preempt.hpp"
+#include "sched.hpp"
+
+namespace fs = std::filesystem;
+using nugo::Mode;
+using nugo::numa::Plan;
+using nugo::topo::Topology;
+
+namespace {
+
+std::vector<std::string> topology_specs() {
+  std::vector<std::string> specs = {
+      "synthetic:pack:2 numa:1 core:4 pu:1",   // 2 nodes x 4
+      "synthetic:pack:4 numa:1 core:2 pu:1",   // 4 nodes x 2
+      "synthetic:pack:8 numa:1 core:2 pu:2",   // 8 nodes
+      "synthetic:pack:1 core:8 pu:2",          // one node
+  };
+  const fs::path dir = fs::path(NUGO_SHARED_DIR) / "topologies";
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".xml") specs.push_back("xml:" + e.path().string());
+  std::sort(specs.begin(), specs.end());
+  return specs;
+}
+
+int cpu_nodes(const Topology& t) {
+  return static_cast<int>(std::count_if(t.nodes.begin(), t.nodes.end(),
+                                        [](const auto& n) { return !n.pus.empty(); }));
+}
+
+// Checks what every plan must satisfy and returns it.
+Plan checked_plan(const Topology& t, int procs, Mode mode) {
+  Plan plan = nugo::numa::make_plan(t, procs, mode);
+  REQUIRE(plan.mode != Mode::automatic);
+  REQUIRE(plan.remote.size() == plan.domains.size());
+  std::vector<int> all;
+  for (std::size_t i = 0; i < plan.domains.size(); ++i) {
+    const auto& d = plan.domains[i];
+    REQUIRE_FALSE(d.ps.empty());  // no domain without a P
+    REQUIRE(d.pus.size() == d.ps.size());
+    all.insert(all.end(), d.ps.begin(), d.ps.end());
+    if (plan.mode == Mode::flat) continue;
+    REQUIRE(t.nodes[d.node].os_index == d.os_node);
+    REQUIRE_FALSE(t.nodes[d.node].pus.empty());  // memory-only nodes get no Ps
+    for (int pu : d.pus) REQUIRE(t.pus[pu].node == d.node);
+    // Every other domain once, in groups of equal distance, nearer groups first.
+    std::set<int> seen;
+    int last = -1;
+    for (const auto& group : plan.remote[i]) {
+      REQUIRE_FALSE(group.empty());
+      int dist = t.distance[d.node][plan.domains[group.front()].node];
+      REQUIRE(dist > last);
+      last = dist;
+      for (int o : group) {
+        REQUIRE(o != static_cast<int>(i));
+        REQUIRE(t.distance[d.node][plan.domains[o].node] == dist);
+        REQUIRE(seen.insert(o).second);
+      }
+    }
+    REQUIRE(seen.size() == plan.domains.size() - 1);
+  }
+  std::sort(all.begin(), all.end());
+  for (int p = 0; p < procs; ++p) REQUIRE(all[p] == p);  // every P in exactly one domain
+  REQUIRE(static_cast<int>(all.size()) == procs);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
+  for (const std::string& spec : topology_specs()) {
+    INFO(spec);
+    Topology t = Topology::load(spec);
+    for (int procs : {1, 2, 3, 4, 8, t.pu_count()}) {
+      INFO("procs " << procs);
+      Plan flat = checked_plan(t, procs, Mode::flat);
+      CHECK(flat.domains.size() == 1);
+      Plan numa = checked_plan(t, procs, Mode::numa);
+      CHECK(static_cast<int>(numa.domains.size()) == std::min(procs, cpu_nodes(t)));
+      // Ps are balanced over the nodes: sizes differ by at most one.
+      std::size_t lo = procs, hi = 0;
+      for (const auto& d : numa.domains) {
+        lo = std::min(lo, d.ps.size());
+        hi = std::max(hi, d.ps.size());
+      }
+      CHECK(hi - lo <= 1);
+      Plan automatic = checked_plan(t, procs, Mode::automatic);
+      CHECK(automatic.mode == (cpu_nodes(t) > 1 ? Mode::numa : Mode::flat));
+    }
+  }
+}
+
+TEST_CASE("the runtime builds one domain per node in NUMA mode, one in flat mode", "[numa]") {
+  nugo::Config cfg;
+  cfg.topology = "synthetic:pack:4 numa:1 core:2 pu:1";
+  cfg.procs = 8;
+  struct Seen { Mode mode; std::size_t domains; std::vector<int> p_domain; };
+  auto look = [&](Mode mode) {
+    cfg.mode = mode;
+    Seen seen{};
+    nugo::run([&] {
+      auto* s = nugo::detail::sched;
+      seen.mode = s->mode;
+      seen.domains = s->domains.size();
+      for (const auto& pp : s->allp) seen.p_domain.push_back(pp->domain->id);
+    }, cfg);
+    return seen;
+  };
+  Seen numa = look(Mode::numa);
+  CHECK(numa.mode == Mode::numa);
+  CHECK(numa.domains == 4);
+  CHECK(numa.p_domain == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
+  CHECK(look(Mode::automatic).mode == Mode::numa);
+  Seen flat = look(Mode::flat);
+  CHECK(flat.mode == Mode::flat);
+  CHECK(flat.domains == 1);
+  cfg.topology = "synthetic:pack:1 core:4 pu:1";
+  CHECK(look(Mode::automatic).mode == Mode::flat);
+}
+
+TEST_CASE("goroutines queued on one node are stolen by the idle Ps of another", "[numa]") {
+  nugo::Config cfg;
+  cfg.topology = "synthetic:pack:2 numa:1 core:2 pu:1";
+  cfg.procs = 2;  // one P per node
+  cfg.mode = Mode::numa;
+  std::atomic<int> ran_on[2] = {0, 0};
+  nugo::run([&] {
+    nugo::WaitGroup wg;
+    constexpr int kG = 200;
+    wg.add(kG);
+    for (int i = 0; i < kG; ++i)
+      nugo::go([&] {
+        {
+          nugo::detail::NoPreempt np;  // the M, and so its P, stays ours while we look
+          ran_on[nugo::detail::getm()->p->domain->id].fetch_add(1);
+        }
+        auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+        while (std::chrono::steady_clock::now() < end) {
+        }
+        wg.done();
+      });
+    wg.wait();
+  }, cfg);
+  CHECK(ran_on[0].load() + ran_on[1].load() == 200);
+  CHECK(ran_on[0].load() > 0);
+  CHECK(ran_on[1].load() > 0);  // only by stealing across domains: all were queued on node 0's P
+}
+
+TEST_CASE("a deadlock across 4 domains is reported as on one; bad NUGO_MODE is named",
+          "[numa]") {
+  const std::string topo = "NUGO_TOPOLOGY=synthetic:pack:4\\ numa:1\\ core:2\\ pu:1 NUGO_PROCS=8 ";
+  ChildResult r = run_child_process(topo + "NUGO_MODE=numa", NUGO_TEST_CHILD " deadlock");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("all goroutines are asleep - deadlock!") != std::string::npos);
+  r = run_child_process(topo + "NUGO_MODE=numa", NUGO_TEST_CHILD " timer-not-deadlock");
+  CHECK(r.exit_code == 0);
+  r = run_child_process("NUGO_MODE=hierarchical", NUGO_TEST_CHILD " run");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("NUGO_MODE=\"hierarchical\": expected flat or numa") != std::string::npos);
+  nugo::Config cfg;
+  cfg.mode = static_cast<Mode>(7);
+  CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
+}
