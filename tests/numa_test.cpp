@@ -2,6 +2,8 @@
 // synthetic ones, the runtime built from it, stealing across domains, deadlock detection
 // across domains, and bad input. The whole scheduler suite also runs in NUMA mode on emulated
 // 2- and 4-node machines (tests/CMakeLists.txt).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <atomic>
@@ -160,6 +162,43 @@ TEST_CASE("goroutines queued on one node are stolen by the idle Ps of another", 
   CHECK(ran_on[0].load() + ran_on[1].load() == 200);
   CHECK(ran_on[0].load() > 0);
   CHECK(ran_on[1].load() > 0);  // only by stealing across domains: all were queued on node 0's P
+}
+
+// Review of issue 10: a remote thief never takes a runnext, so a spinner must not count a busy
+// remote P's runnext as work to re-check, or it retakes its P and spins for as long as that
+// P computes.
+TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a runnext", "[numa]") {
+  // CPU used while one goroutine computes for 300 ms on one of 2 Ps with a runnext waiting,
+  // in each mode. sysmon's own cost is the same in both (it retries the preemption, which is
+  // off here, every tick); NUMA mode must not add a spinning thread on top.
+  auto cpu_while_computing = [](Mode mode) {
+    nugo::Config cfg;
+    cfg.topology = "synthetic:pack:2 numa:1 core:2 pu:1";
+    cfg.procs = 2;
+    cfg.mode = mode;
+    cfg.async_preempt = false;  // the computing goroutine keeps its P for the whole loop
+    double cpu = 0;
+    nugo::run([&] {
+      std::atomic<bool> ran{false};
+      nugo::go([&] { ran = true; });  // into this P's runnext
+      auto cpu_seconds = [] {
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+      };
+      double cpu0 = cpu_seconds();
+      auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300)) {
+      }
+      cpu = cpu_seconds() - cpu0;
+      while (!ran) nugo::yield();
+    }, cfg);
+    return cpu;
+  };
+  double flat = cpu_while_computing(Mode::flat);
+  double numa = cpu_while_computing(Mode::numa);
+  INFO("cpu over 0.3 s: flat " << flat << " s, numa " << numa << " s");
+  CHECK(numa < flat + 0.15);  // a spinning thread would add ~0.3 s
 }
 
 TEST_CASE("a deadlock across 4 domains is reported as on one; bad NUGO_MODE is named",

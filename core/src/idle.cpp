@@ -86,8 +86,11 @@ bool acquire_idle_p(Domain* d) {
   return pp != nullptr;
 }
 
+}  // namespace
+
 // An idle P of m's domain, else of the nearest domain that has one (m then belongs to that
-// domain). For the poller: what it readied, or the timer it woke for, may be anywhere.
+// domain). For the poller (what it readied, or the timer it woke for, may be anywhere) and
+// for a goroutine back from a system call (Go's exitsyscall takes any idle P).
 bool acquire_idle_p_nearest(M* m) {
   Domain* d = m->domain;
   if (acquire_idle_p(d)) return true;
@@ -96,6 +99,8 @@ bool acquire_idle_p_nearest(M* m) {
       if (r->npidle.load(sc) > 0 && acquire_idle_p(r)) return true;
   return false;
 }
+
+namespace {
 
 // Starts a spinning M on an idle P of d unless one already spins there (Go's wakep).
 void wake_spinner(Domain* d) {
@@ -247,16 +252,16 @@ void resetspinning(M* m) {
 // After giving up its P, a former spinner looks at every queue once more (the StoreLoad
 // half of the protocol) and takes an idle P back if it sees work.
 P* check_runqs_no_p(Domain* d) {
-  auto has_work = [](const Domain* x) {
-    if (x->runqsize.load(sc) > 0) return true;
-    for (P* p : x->ps)
-      if (!runqempty(p)) return true;
-    return false;
-  };
-  // Every queue its thieves would rob: its own domain's, then the other domains'.
-  bool work = has_work(d);
+  bool work = d->runqsize.load(sc) > 0;
+  for (P* p : d->ps) work = work || !runqempty(p);
+  // And what its thieves would take from the other domains: their global queues and rings,
+  // not a runnext (steal_remote never takes one; counting it here would have a spinner
+  // retake its P and spin again for as long as a busy remote P holds a runnext).
   for (const std::vector<Domain*>& group : d->remote)
-    for (const Domain* r : group) work = work || has_work(r);
+    for (const Domain* r : group) {
+      work = work || r->runqsize.load(sc) > 0;
+      for (P* p : r->ps) work = work || p->runqtail.load(sc) != p->runqhead.load(sc);
+    }
   if (!work) return nullptr;
   d->lock.lock();
   P* pp = pidleget(d);

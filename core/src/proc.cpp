@@ -569,6 +569,7 @@ void injectglist(G** gl, int n) {
     globrunqputbatch(d, gl, nglobal);
     d->lock.unlock();
     for (int i = 0; i < nglobal && d->npidle.load(sc) > 0; ++i) startm(d, false);
+    if (d->npidle.load(sc) == 0) wakep(d);  // NUMA mode: a spinner from the nearest idle node
   }
   for (int i = nglobal; i < n; ++i) runqput(pp, gl[i], false);
 }

@@ -39,6 +39,7 @@ void become_spinning(M* m);
 void stop_spinning(M* m);
 void resetspinning(M* m);
 P* check_runqs_no_p(Domain* d);
+bool acquire_idle_p_nearest(M* m);
 bool idle_until_p(M* m);
 
 // steal.cpp

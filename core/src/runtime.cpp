@@ -66,16 +66,19 @@ Sched::Sched(const Config& c, topo::Topology t)
     d->id = static_cast<int>(domains.size());
     d->node = dp.node;
     d->os_node = dp.os_node;
-    for (std::size_t k = 0; k < dp.ps.size(); ++k) {
-      P* pp = allp[dp.ps[k]].get();
-      pp->domain = d.get();
-      d->ps.push_back(pp);
-      // A thread without a P on this CPU queues in this domain (foreign_domain).
-      int cpu = topology.real_cpu(dp.pus[k]);
-      if (cpu >= 0) {
-        if (static_cast<int>(domain_of_cpu.size()) <= cpu) domain_of_cpu.resize(cpu + 1, -1);
-        if (domain_of_cpu[cpu] < 0) domain_of_cpu[cpu] = d->id;
-      }
+    for (int p : dp.ps) {
+      allp[p]->domain = d.get();
+      d->ps.push_back(allp[p].get());
+    }
+    // A thread without a P on a CPU of this node queues in this domain (foreign_domain); in
+    // flat mode every CPU that runs a P does. Folded emulated CPUs go to the first domain
+    // that claims them.
+    const std::vector<int>& pus = dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus;
+    for (int pu : pus) {
+      int cpu = topology.real_cpu(pu);
+      if (cpu < 0) continue;
+      if (static_cast<int>(domain_of_cpu.size()) <= cpu) domain_of_cpu.resize(cpu + 1, -1);
+      if (domain_of_cpu[cpu] < 0) domain_of_cpu[cpu] = d->id;
     }
     d->steal_order.reset(static_cast<std::uint32_t>(d->ps.size()));
     for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(*it);  // lowest first out

@@ -48,8 +48,12 @@ void entersyscall(bool block) {
 namespace {
 
 Next exitsyscall0(M* m, G* gp) {
-  Domain* d = m->domain;
   gp->status.store(GStatus::runnable, rlx);
+  if (acquire_idle_p_nearest(m)) return {gp, false};
+  // No idle P anywhere just now. Queue it in our domain, under the lock that a P going idle
+  // there takes to re-check the queue; a P of another domain going idle will find it by
+  // stealing, as any other spinner would.
+  Domain* d = m->domain;
   d->lock.lock();
   P* pp = pidleget(d);
   if (!pp) globrunqput(d, gp);
@@ -73,15 +77,11 @@ void exitsyscall() {
   if (oldp && oldp->status.compare_exchange_strong(expected, PStatus::idle, std::memory_order_acquire)) {
     acquirep(oldp);  // fast path: nobody took it
   } else {
-    Domain* d = m->domain;
-    d->lock.lock();
-    P* pp = d->npidle.load(rlx) > 0 ? pidleget(d) : nullptr;
-    d->lock.unlock();
-    if (!pp) {
+    // Any idle P, our domain's first (Go's exitsyscallfast).
+    if (!acquire_idle_p_nearest(m)) {
       mcall(exitsyscall0);  // returns on whichever M runs gp again, status set by execute
       return;
     }
-    acquirep(pp);
   }
   P* pp = getm()->p;
   pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
