@@ -2,6 +2,7 @@
 // synthetic ones, the runtime built from it, stealing across domains, deadlock detection
 // across domains, and bad input. The whole scheduler suite also runs in NUMA mode on emulated
 // 2- and 4-node machines (tests/CMakeLists.txt).
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <nugo/nugo.hpp>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "child_process.hpp"
@@ -201,6 +204,75 @@ TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a ru
   CHECK(numa < flat + 0.15);  // a spinning thread would add ~0.3 s
 }
 
+namespace {
+
+std::vector<int> thread_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+}  // namespace
+
+TEST_CASE("NUGO_BIND: an M runs on its P's node's CPUs, its PU's CPU, or anywhere", "[numa]") {
+  const std::string spec = "synthetic:pack:2 numa:1 core:2 pu:1";
+  const Topology t = Topology::load(spec);
+  const auto placed = t.assign_ps(4);
+  const std::vector<int> process_cpus = thread_cpus();
+  auto expected = [&](nugo::Bind bind, int p) {
+    if (bind == nugo::Bind::none) return process_cpus;
+    std::vector<int> cpus;
+    if (bind == nugo::Bind::pu) return std::vector<int>{t.real_cpu(placed[p].pu)};
+    for (int pu : t.nodes[placed[p].node].pus) cpus.push_back(t.real_cpu(pu));
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus;
+  };
+  for (auto [mode, bind, resolved] :
+       {std::tuple{Mode::numa, nugo::Bind::automatic, nugo::Bind::node},
+        std::tuple{Mode::numa, nugo::Bind::pu, nugo::Bind::pu},
+        std::tuple{Mode::numa, nugo::Bind::none, nugo::Bind::none},
+        std::tuple{Mode::flat, nugo::Bind::automatic, nugo::Bind::none}}) {
+    INFO("mode " << static_cast<int>(mode) << ", bind " << static_cast<int>(bind));
+    nugo::Config cfg;
+    cfg.topology = spec;
+    cfg.procs = 4;
+    cfg.mode = mode;
+    cfg.bind = bind;
+    std::vector<std::pair<int, std::vector<int>>> seen;  // (P, thread's CPUs)
+    nugo::Mutex mu;
+    nugo::run([&] {
+      nugo::WaitGroup wg;
+      wg.add(32);
+      for (int i = 0; i < 32; ++i)
+        nugo::go([&] {
+          for (int r = 0; r < 20; ++r) {
+            std::pair<int, std::vector<int>> look;
+            {
+              nugo::detail::NoPreempt np;  // same M and P for both reads
+              look = {nugo::detail::getm()->p->id, thread_cpus()};
+            }
+            mu.lock();
+            seen.push_back(std::move(look));
+            mu.unlock();
+            nugo::yield();
+          }
+          wg.done();
+        });
+      wg.wait();
+    }, cfg);
+    REQUIRE(seen.size() == 32 * 20);
+    for (const auto& [p, cpus] : seen) {
+      INFO("P " << p);
+      CHECK(cpus == expected(resolved, p));
+    }
+  }
+}
+
 TEST_CASE("a deadlock across 4 domains is reported as on one; bad NUGO_MODE is named",
           "[numa]") {
   const std::string topo = "NUGO_TOPOLOGY=synthetic:pack:4\\ numa:1\\ core:2\\ pu:1 NUGO_PROCS=8 ";
@@ -212,7 +284,13 @@ TEST_CASE("a deadlock across 4 domains is reported as on one; bad NUGO_MODE is n
   r = run_child_process("NUGO_MODE=hierarchical", NUGO_TEST_CHILD " run");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("NUGO_MODE=\"hierarchical\": expected flat or numa") != std::string::npos);
+  r = run_child_process("NUGO_BIND=socket", NUGO_TEST_CHILD " run");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("NUGO_BIND=\"socket\": expected node, pu or none") != std::string::npos);
   nugo::Config cfg;
   cfg.mode = static_cast<Mode>(7);
+  CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
+  cfg.mode = Mode::numa;
+  cfg.bind = static_cast<nugo::Bind>(9);
   CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
 }

@@ -102,6 +102,16 @@ Config Config::from_env() {
     else
       bad("NUGO_MODE", v, "expected flat or numa");
   }
+  if (const char* v = std::getenv("NUGO_BIND")) {
+    if (std::strcmp(v, "node") == 0)
+      cfg.bind = Bind::node;
+    else if (std::strcmp(v, "pu") == 0)
+      cfg.bind = Bind::pu;
+    else if (std::strcmp(v, "none") == 0)
+      cfg.bind = Bind::none;
+    else
+      bad("NUGO_BIND", v, "expected node, pu or none");
+  }
   if (const char* v = std::getenv("NUGO_TIMESLICE")) {
     std::chrono::nanoseconds d{};
     if (!parse_duration(v, &d)) bad("NUGO_TIMESLICE", v, "expected a duration such as 10ms or 200us");
@@ -133,6 +143,9 @@ void Config::validate() const {
   if (mode != Mode::automatic && mode != Mode::flat && mode != Mode::numa)
     throw ConfigError("Config::mode=" + std::to_string(static_cast<int>(mode)) +
                       ": expected Mode::automatic, Mode::flat or Mode::numa");
+  if (bind != Bind::automatic && bind != Bind::node && bind != Bind::pu && bind != Bind::none)
+    throw ConfigError("Config::bind=" + std::to_string(static_cast<int>(bind)) +
+                      ": expected Bind::automatic, Bind::node, Bind::pu or Bind::none");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

@@ -5,6 +5,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "fatal.hpp"
 #include "sched.hpp"
@@ -74,8 +78,33 @@ bool mremove(Domain* d, M* m) {
   return false;
 }
 
+namespace {
+
+// Binds the calling thread (m's) to the CPUs of pp's key (Sched::bind_cpus). A failure is
+// said once on stderr and the thread runs unbound: binding is placement, not correctness.
+void bind_m(M* m, const P* pp) {
+  m->bound_key = sched->bind_key[pp->id];
+  const std::vector<int>& cpus = sched->bind_cpus[pp->id];
+  if (cpus.empty()) return;
+  int max_cpu = *std::max_element(cpus.begin(), cpus.end());
+  cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
+  std::size_t bytes = CPU_ALLOC_SIZE(max_cpu + 1);
+  CPU_ZERO_S(bytes, set);
+  for (int cpu : cpus) CPU_SET_S(cpu, bytes, set);
+  int rc = sched_setaffinity(0, bytes, set);
+  int err = errno;
+  CPU_FREE(set);
+  static std::atomic<bool> said{false};
+  if (rc != 0 && !said.exchange(true))
+    std::fprintf(stderr, "nugo: NUGO_BIND: cannot bind a thread for P %d: %s; threads run unbound\n",
+                 pp->id, std::strerror(err));
+}
+
+}  // namespace
+
 void acquirep(P* pp) {
   M* m = getm();
+  if (sched->bind_key[pp->id] != m->bound_key) bind_m(m, pp);
   if (pp->status.load(rlx) != PStatus::idle || pp->m) fatal("acquirep: P %d is not idle", pp->id);
   m->p = pp;
   m->domain = pp->domain;  // an M belongs to the domain of the P it runs (startlockedm may

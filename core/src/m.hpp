@@ -44,6 +44,7 @@ struct alignas(64) M {
   G* lockedg = nullptr;          // lock_os_thread: the G this M runs exclusively
   std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
   bool exiting = false;          // the M leaves after this G (a locked G exited)
+  int bound_key = -1;            // Sched::bind_key of the CPU set the thread is bound to
 
   std::uint32_t rand() {  // wyrand
     fastrand += 0xa0761d6478bd642full;

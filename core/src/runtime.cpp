@@ -84,6 +84,33 @@ Sched::Sched(const Config& c, topo::Topology t)
     for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(*it);  // lowest first out
     domains.push_back(std::move(d));
   }
+  // Binding (NUGO_BIND): node in NUMA mode, none in flat mode unless asked for.
+  bind = cfg.bind != Bind::automatic ? cfg.bind : mode == Mode::numa ? Bind::node : Bind::none;
+  bind_cpus.resize(gomaxprocs);
+  bind_key.assign(gomaxprocs, -1);
+  if (bind != Bind::none) {
+    for (const numa::DomainPlan& dp : plan.domains) {
+      Domain* d = allp[dp.ps.front()]->domain;
+      std::vector<int> node_cpus;
+      if (bind == Bind::node) {
+        // Flat mode has no node: bind to the CPUs of every P's PU, which is the machine.
+        const std::vector<int>& pus = dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus;
+        for (int pu : pus) node_cpus.push_back(topology.real_cpu(pu));
+        std::sort(node_cpus.begin(), node_cpus.end());
+        node_cpus.erase(std::unique(node_cpus.begin(), node_cpus.end()), node_cpus.end());
+      }
+      for (std::size_t k = 0; k < dp.ps.size(); ++k) {
+        int p = dp.ps[k];
+        if (bind == Bind::node) {
+          bind_cpus[p] = node_cpus;
+          bind_key[p] = d->id;
+        } else {
+          bind_cpus[p] = {topology.real_cpu(dp.pus[k])};
+          bind_key[p] = p;
+        }
+      }
+    }
+  }
   for (std::size_t i = 0; i < domains.size(); ++i)
     for (const std::vector<int>& tier : plan.remote[i]) {
       std::vector<Domain*> group;

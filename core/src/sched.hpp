@@ -34,6 +34,12 @@ struct Sched {
   std::vector<std::unique_ptr<Domain>> domains;
   // Domain id by real CPU number (-1: none), for threads without a P (foreign_domain).
   std::vector<int> domain_of_cpu;
+  // Thread binding (Config::bind, resolved: never automatic). By P id: the real CPUs an M
+  // holding that P binds to, and a key naming that set (the domain id for node binding, the
+  // P id for pu binding, -1 for none); an M rebinds only when the key changes (acquirep).
+  Bind bind = Bind::none;
+  std::vector<std::vector<int>> bind_cpus;
+  std::vector<int> bind_key;
   std::vector<std::unique_ptr<P>> allp;
 
   Lock mlock;  // allm, freem

@@ -23,6 +23,14 @@ enum class Mode {
   numa,       // one domain per node with CPUs; stealing prefers the thief's own node
 };
 
+// Which CPUs an M may run on while it holds a P.
+enum class Bind {
+  automatic,  // node in NUMA mode, none in flat mode
+  node,       // the CPUs of the P's node (folded onto the real CPUs for an emulated topology)
+  pu,         // the single CPU of the P's PU (likewise folded)
+  none,       // wherever the process may run
+};
+
 struct Config {
   static constexpr int kMaxProcs = 1024;                      // as Go's _MaxGomaxprocs
   static constexpr std::size_t kMinStack = 16 * 1024;
@@ -40,6 +48,8 @@ struct Config {
   std::string topology;
   // Env: NUGO_MODE ("flat", "numa"; unset: automatic).
   Mode mode = Mode::automatic;
+  // Env: NUGO_BIND ("node", "pu", "none"; unset: automatic).
+  Bind bind = Bind::automatic;
   // Go's deadlock report ("all goroutines are asleep"), on by default. It cannot see plain
   // threads that will wake a goroutine without having called into nugo yet: turn it off for
   // such programs. Env: NUGO_DEBUG=deadlock=0.
@@ -59,7 +69,8 @@ struct Config {
   // "SIGUSR2", a number); SIGSEGV, SIGBUS, SIGKILL, SIGSTOP and the like are refused.
   int preempt_signal = SIGURG;
 
-  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and
+  // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
+  // NUGO_PREEMPT_SIGNAL and
   // NUGO_DEBUG (comma-separated key=value, as GODEBUG: deadlock=0|1, asyncpreemptoff=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();
