@@ -102,6 +102,15 @@ bool acquire_idle_p_nearest(M* m) {
 
 namespace {
 
+// Whether d holds work a thief from another domain would take: its global queue, or the ring
+// of the caller's P (the P that just queued something, when the caller has one).
+bool remote_stealable(Domain* d) {
+  if (d->runqsize.load(sc) > 0) return true;
+  M* m = getm();
+  P* pp = m ? m->p : nullptr;
+  return pp && pp->domain == d && pp->runqtail.load(sc) != pp->runqhead.load(sc);
+}
+
 // Starts a spinning M on an idle P of d unless one already spins there (Go's wakep).
 void wake_spinner(Domain* d) {
   std::int32_t zero = 0;
@@ -339,7 +348,10 @@ void wakep(Domain* d) {
   if (d->npidle.load(sc) == 0) {
     // Every P of d is busy and will get to the work, but a node with idle Ps should not
     // watch: wake a spinner in the nearest one (it steals across domains once its own has
-    // nothing). Flat mode has no remote domains.
+    // nothing). Only for work a remote thief may take, a global queue or a ring: a G alone in
+    // a runnext (the common go() and goready()) is the running P's next, and waking a remote
+    // M for it would cost a futex wake per go() for nothing. Flat mode has no remote domains.
+    if (d->remote.empty() || !remote_stealable(d)) return;
     for (const std::vector<Domain*>& group : d->remote)
       for (Domain* r : group)
         if (r->npidle.load(sc) > 0) return wake_spinner(r);
