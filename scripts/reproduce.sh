@@ -3,8 +3,9 @@
 # Go 1.19 and Boost.Fiber twins in one go, and print the comparison table with ratios.
 #   scripts/reproduce.sh           full run (5 repetitions, medians; a few minutes)
 #   scripts/reproduce.sh --quick   one short repetition of everything (a smoke test)
-# Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/. Later issues
-# grow this into the paper's experiment pipeline.
+# Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/, and
+# results/numa/ (NUMA mode against flat mode on an emulated 2-node machine: scheduler
+# decisions, not memory speed). Later issues grow this into the paper's experiment pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,5 @@ echo
 python3 scripts/preempt.py "$build" results/preempt "${quick[@]}"
 echo
 python3 scripts/net.py "$build" results/net "${quick[@]}"
+echo
+python3 scripts/numa.py "$build" results/numa "${quick[@]}"
