@@ -96,8 +96,9 @@ void bind_m(M* m, const P* pp) {
   CPU_FREE(set);
   static std::atomic<bool> said{false};
   if (rc != 0 && !said.exchange(true))
-    std::fprintf(stderr, "nugo: NUGO_BIND: cannot bind a thread for P %d: %s; threads run unbound\n",
-                 pp->id, std::strerror(err));
+    std::fprintf(stderr,
+                 "nugo: NUGO_BIND: cannot bind a thread for P %d: %s; such threads keep the "
+                 "CPUs they had\n", pp->id, std::strerror(err));
 }
 
 }  // namespace

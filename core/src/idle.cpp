@@ -158,6 +158,7 @@ void newm(Domain* d, P* pp, bool spinning) {
   m->nextp = pp;
   m->spinning = spinning;
   m->exiting = false;
+  m->bound_key = -1;  // a new thread: bound to nothing yet, whatever the M's last one was
   m->signal_pending.store(false, rlx);
   sched->mcount.fetch_add(1, std::memory_order_relaxed);
   try {
@@ -351,13 +352,18 @@ void wakep(Domain* d) {
     // nothing). Only for work a remote thief may take, a global queue or a ring: a G alone in
     // a runnext (the common go() and goready()) is the running P's next, and waking a remote
     // M for it would cost a futex wake per go() for nothing. Flat mode has no remote domains.
-    if (d->remote.empty() || !remote_stealable(d)) return;
-    for (const std::vector<Domain*>& group : d->remote)
-      for (Domain* r : group)
-        if (r->npidle.load(sc) > 0) return wake_spinner(r);
+    if (!d->remote.empty() && remote_stealable(d)) wakep_nearest_idle(d);
     return;
   }
   wake_spinner(d);
+}
+
+// A spinner in d if d has an idle P, else in the nearest domain that has one.
+void wakep_nearest_idle(Domain* d) {
+  if (d->npidle.load(sc) > 0) return wake_spinner(d);
+  for (const std::vector<Domain*>& group : d->remote)
+    for (Domain* r : group)
+      if (r->npidle.load(sc) > 0) return wake_spinner(r);
 }
 
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M

@@ -262,7 +262,12 @@ Next gopreempt_m(M* m, G* gp) {
   P* pp = m->p;
   pp->preempt.store(false, rlx);
   pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
-  return gosched_m(m, gp);
+  Next next = gosched_m(m, gp);
+  // NUMA mode: gp waits in the global queue of a node whose Ps are all busy; an idle node
+  // should take it (two goroutines preempting each other would otherwise share one node
+  // forever). A no-op in flat mode, where a busy P's domain has no remote nodes.
+  if (!pp->domain->remote.empty() && pp->domain->npidle.load(sc) == 0) wakep_nearest_idle(pp->domain);
+  return next;
 }
 
 Next goyield_m(M* m, G* gp) {
@@ -572,6 +577,7 @@ void injectglist(G** gl, int n) {
     if (d->npidle.load(sc) == 0) wakep(d);  // NUMA mode: a spinner from the nearest idle node
   }
   for (int i = nglobal; i < n; ++i) runqput(pp, gl[i], false);
+  if (nglobal < n) wakep(d);  // NUMA mode: the ring is stealable from an idle node
 }
 
 void goready(G* gp) {

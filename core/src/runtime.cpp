@@ -93,7 +93,8 @@ Sched::Sched(const Config& c, topo::Topology t)
       Domain* d = allp[dp.ps.front()]->domain;
       std::vector<int> node_cpus;
       if (bind == Bind::node) {
-        // Flat mode has no node: bind to the CPUs of every P's PU, which is the machine.
+        // Flat mode has no node: bind to the CPUs of the Ps' PUs (fewer than the machine's
+        // when there are fewer Ps than PUs).
         const std::vector<int>& pus = dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus;
         for (int pu : pus) node_cpus.push_back(topology.real_cpu(pu));
         std::sort(node_cpus.begin(), node_cpus.end());

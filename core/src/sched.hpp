@@ -107,6 +107,9 @@ void add_stop_hook(void (*hook)());
 // proc.cpp
 void mstart(M* m);
 void wakep(Domain* d);
+// wakep without its test for stealable work: for a new timer, which a spinner of another
+// node runs (steal_remote) or sleeps for (the poller), and for a preempted G.
+void wakep_nearest_idle(Domain* d);
 void startm(P* pp, bool spinning);
 void startm(Domain* d, bool spinning);
 

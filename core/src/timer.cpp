@@ -71,7 +71,7 @@ void wake_netpoller(Domain* d, std::int64_t when) {
     std::int64_t until = sched->poll_until.load(sc);
     if (until == 0 || until > when) netpoll_break();
   } else {
-    wakep(d);
+    wakep_nearest_idle(d);  // its node's Ps may all be busy while another node idles
   }
 }
 
