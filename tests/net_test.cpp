@@ -26,9 +26,11 @@ using nugo::io::Errc;
 
 namespace {
 
+// The environment's settings (a NUMA-mode ctest configuration sets NUGO_MODE and
+// NUGO_TOPOLOGY), at the P count the test needs.
 template <class F>
 void run_procs(int procs, F f) {
-  nugo::Config cfg;
+  nugo::Config cfg = nugo::Config::from_env();
   cfg.procs = procs;
   nugo::run(f, cfg);
 }

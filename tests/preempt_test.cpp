@@ -26,8 +26,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The environment's settings (a NUMA-mode ctest configuration sets NUGO_MODE and
+// NUGO_TOPOLOGY), at the P count and slice the test needs.
 nugo::Config procs(int n, std::chrono::nanoseconds slice = 10ms) {
-  nugo::Config cfg;
+  nugo::Config cfg = nugo::Config::from_env();
   cfg.procs = n;
   cfg.timeslice = slice;
   return cfg;
