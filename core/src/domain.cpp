@@ -81,7 +81,8 @@ bool mremove(Domain* d, M* m) {
 namespace {
 
 // Binds the calling thread (m's) to the CPUs of pp's key (Sched::bind_cpus). A failure is
-// said once on stderr and the thread runs unbound: binding is placement, not correctness.
+// said once on stderr and the thread keeps the CPUs it had: binding is placement, not
+// correctness.
 void bind_m(M* m, const P* pp) {
   m->bound_key = sched->bind_key[pp->id];
   const std::vector<int>& cpus = sched->bind_cpus[pp->id];
@@ -145,8 +146,7 @@ P* pidleget(Domain* d) {
 }
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
-// run by sysmon) queues goroutines and timers. Flat mode has one domain; NUMA mode will pick
-// the node of the CPU the thread runs on.
+// run by sysmon) queues goroutines and timers: its CPU's domain (domain.hpp).
 Domain* foreign_domain() {
   if (sched->domains.size() == 1) return sched->domains.front().get();
   int cpu = sched_getcpu();

@@ -108,7 +108,7 @@ bool remote_stealable(Domain* d) {
   if (d->runqsize.load(sc) > 0) return true;
   M* m = getm();
   P* pp = m ? m->p : nullptr;
-  return pp && pp->domain == d && pp->runqtail.load(sc) != pp->runqhead.load(sc);
+  return pp && pp->domain == d && runq_ring_nonempty(pp);
 }
 
 // Starts a spinning M on an idle P of d unless one already spins there (Go's wakep).
@@ -270,7 +270,7 @@ P* check_runqs_no_p(Domain* d) {
   for (const std::vector<Domain*>& group : d->remote)
     for (const Domain* r : group) {
       work = work || r->runqsize.load(sc) > 0;
-      for (P* p : r->ps) work = work || p->runqtail.load(sc) != p->runqhead.load(sc);
+      for (P* p : r->ps) work = work || runq_ring_nonempty(p);
     }
   if (!work) return nullptr;
   d->lock.lock();

@@ -78,6 +78,8 @@ void runqput(P* pp, G* gp, bool next);
 struct RunqResult { G* gp; bool inherit_time; };
 RunqResult runqget(P* pp);
 bool runqempty(const P* pp);
+// Whether pp's ring (not runnext) holds a G: what a thief from another domain may take.
+bool runq_ring_nonempty(const P* pp);
 std::uint32_t runqlen(const P* pp);
 G* runqsteal(P* pp, P* victim, bool steal_runnext);
 

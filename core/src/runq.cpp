@@ -118,6 +118,11 @@ bool runqempty(const P* pp) {
   }
 }
 
+bool runq_ring_nonempty(const P* pp) {
+  constexpr auto sc = std::memory_order_seq_cst;  // a spinner's re-check half of StoreLoad
+  return pp->runqtail.load(sc) != pp->runqhead.load(sc);
+}
+
 std::uint32_t runqlen(const P* pp) {
   std::uint32_t t = pp->runqtail.load(acq);
   std::uint32_t h = pp->runqhead.load(acq);
