@@ -116,6 +116,7 @@ GO_NAMES = {
     "BenchmarkCreateGoroutines": "create_and_run",
     "BenchmarkFanOut100k": "fanout_100k",
     "BenchmarkSkynet": "skynet",
+    "BenchmarkFib": "fib",
     "BenchmarkChanSync": "chan_sync",
     "BenchmarkChanProdCons0": "chan_prod_cons0",
     "BenchmarkChanProdCons100": "chan_prod_cons100",

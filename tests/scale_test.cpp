@@ -49,7 +49,7 @@ TEST_CASE("one million goroutines are alive at the same time", "[scale]") {
     started.wait();
     mappings_alive = nugo::detail::count_mappings();
     for (const auto& stack : sampled) max_resident = std::max(max_resident, resident_pages(stack));
-    mode = nugo::detail::sched->stacks.guard_mode();
+    mode = nugo::detail::sched->domains.front()->stacks->guard_mode();
     gate.done();
     finished.wait();
   }, nugo::Config::from_env());

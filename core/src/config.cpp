@@ -15,8 +15,10 @@ namespace {
   throw ConfigError(std::string(var) + "=\"" + value + "\": " + expected);
 }
 
-// NUGO_DEBUG: comma-separated key=value settings, like GODEBUG.
-void parse_debug(const char* v, Config& cfg) {
+// Calls setting(item, key, value) for each item of a comma-separated key=value list (the
+// shape of NUGO_DEBUG and NUGO_NUMA, as GODEBUG's); empty items are skipped.
+template <class F>
+void for_each_setting(const char* v, F setting) {
   std::string text(v);
   for (std::size_t start = 0; start <= text.size();) {
     std::size_t end = text.find(',', start);
@@ -25,16 +27,47 @@ void parse_debug(const char* v, Config& cfg) {
     start = end + 1;
     if (item.empty()) continue;
     std::size_t eq = item.find('=');
-    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    setting(item, item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+  }
+}
+
+void parse_debug(const char* v, Config& cfg) {
+  for_each_setting(v, [&](const std::string& item, const std::string& key, const std::string& value) {
     bool flag = value == "0" || value == "1";
     if (key == "deadlock" && flag)
       cfg.detect_deadlock = value == "1";
     else if (key == "asyncpreemptoff" && flag)
       cfg.async_preempt = value == "0";
+    else if (key == "numa" && flag)
+      cfg.debug_numa = value == "1";
     else
       bad("NUGO_DEBUG", v,
-          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1)");
-  }
+          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1)");
+  });
+}
+
+bool parse_duration(const char* v, std::chrono::nanoseconds* out);
+
+// NUGO_NUMA: the settings of NumaPolicy.
+void parse_numa(const char* v, Config& cfg) {
+  for_each_setting(v, [&](const std::string& item, const std::string& key, const std::string& value) {
+    NumaPolicy& n = cfg.numa;
+    std::chrono::nanoseconds d{};
+    if (key == "remote_delay" && (value == "0" || parse_duration(value.c_str(), &d)) &&
+        d <= NumaPolicy::kMaxRemoteDelay)
+      n.remote_delay = d;
+    else if (key == "remote_take" && (value == "1" || value == "quarter" || value == "half"))
+      n.remote_take = value == "1" ? NumaPolicy::Take::one
+                      : value == "quarter" ? NumaPolicy::Take::quarter : NumaPolicy::Take::half;
+    else if (key == "ready" && (value == "waker" || value == "home"))
+      n.ready = value == "home" ? NumaPolicy::Ready::home : NumaPolicy::Ready::waker;
+    else if (key == "adopt" && (value == "0" || value == "1"))
+      n.adopt = value == "1";
+    else
+      bad("NUGO_NUMA", v,
+          "unknown setting '" + item + "' (known: remote_delay=DURATION up to 100ms, "
+          "remote_take=1|quarter|half, ready=waker|home, adopt=0|1)");
+  });
 }
 
 // "10ms", "200us", "1s", "500000ns"; false if malformed.
@@ -126,6 +159,11 @@ Config Config::from_env() {
     cfg.preempt_signal = sig;
   }
   if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
+  if (const char* v = std::getenv("NUGO_NUMA")) parse_numa(v, cfg);
+  if (const char* v = std::getenv("NUGO_STATS")) {
+    if (*v == '\0') bad("NUGO_STATS", v, "expected a file path, or - for stderr");
+    cfg.stats_path = v;
+  }
   cfg.validate();
   return cfg;
 }
@@ -146,6 +184,17 @@ void Config::validate() const {
   if (bind != Bind::automatic && bind != Bind::node && bind != Bind::pu && bind != Bind::none)
     throw ConfigError("Config::bind=" + std::to_string(static_cast<int>(bind)) +
                       ": expected Bind::automatic, Bind::node, Bind::pu or Bind::none");
+  if (numa.remote_delay.count() < 0 || numa.remote_delay > NumaPolicy::kMaxRemoteDelay)
+    throw ConfigError("Config::numa.remote_delay=" + std::to_string(numa.remote_delay.count()) +
+                      "ns: expected 0 to 100ms");
+  if (numa.remote_take != NumaPolicy::Take::one && numa.remote_take != NumaPolicy::Take::quarter &&
+      numa.remote_take != NumaPolicy::Take::half)
+    throw ConfigError("Config::numa.remote_take=" +
+                      std::to_string(static_cast<int>(numa.remote_take)) +
+                      ": expected Take::one, Take::quarter or Take::half");
+  if (numa.ready != NumaPolicy::Ready::waker && numa.ready != NumaPolicy::Ready::home)
+    throw ConfigError("Config::numa.ready=" + std::to_string(static_cast<int>(numa.ready)) +
+                      ": expected Ready::waker or Ready::home");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

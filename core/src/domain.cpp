@@ -12,6 +12,7 @@
 
 #include "fatal.hpp"
 #include "sched.hpp"
+#include "timer.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -33,8 +34,9 @@ void globrunqputbatch(Domain* d, G* const* batch, int n) {
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
-// From d's queue (pp's own domain's, or a remote one a thief robs) into pp's ring.
-G* globrunqget(Domain* d, P* pp, int max) {
+// From d's queue (pp's own domain's, or a remote one a thief robs) into pp's ring. Counted
+// on pp (its owner calls): a take of its own domain's, or one across nodes.
+G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   // The caller's ring is empty (or n is 1), so the puts below cannot overflow it into
   // runqputslow, which would take pp's domain lock (the one we hold, if d is pp's).
   int size = d->runqsize.load(rlx);
@@ -43,9 +45,17 @@ G* globrunqget(Domain* d, P* pp, int max) {
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
+  if (adopt_node >= 0)  // the Gs of the queue are the lock holder's to change
+    for (int i = 0; i < n; ++i) d->runq[i]->home = static_cast<std::int16_t>(adopt_node);
   G* gp = d->runq.front();
   for (int i = 1; i < n; ++i) runqput(pp, d->runq[i], false);
   d->runq.erase(d->runq.begin(), d->runq.begin() + n);
+  if (d == pp->domain) {
+    bump(pp->stats.globrunq_own);
+  } else {
+    bump(pp->stats.globrunq_remote);
+    count_moved_remote(pp, d->node, n);
+  }
   return gp;
 }
 
@@ -133,6 +143,7 @@ void pidleput(P* pp) {
   Domain* d = pp->domain;
   pp->link = d->pidle;
   d->pidle = pp;
+  pp->stats.idle_since.store(nanotime(), rlx);
   d->npidle.fetch_add(1, sc);
 }
 
@@ -141,8 +152,17 @@ P* pidleget(Domain* d) {
   if (pp) {
     d->pidle = pp->link;
     d->npidle.fetch_sub(1, sc);
+    PCounters& st = pp->stats;
+    st.idle_ns.store(st.idle_ns.load(rlx) + (nanotime() - st.idle_since.load(rlx)), rlx);
+    st.idle_since.store(0, rlx);
   }
   return pp;
+}
+
+// Goroutines that pp's owner moved from a P or queue of node index from_node.
+void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
+  bump(pp->stats.moved_remote, n);
+  bump(pp->stats.moved_remote_by_distance[sched->distance_class[pp->node][from_node]], n);
 }
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback

@@ -7,12 +7,14 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
 #include "p.hpp"
+#include "stack.hpp"
 
 namespace nugo::detail {
 
@@ -57,18 +59,32 @@ struct Domain {
   // The other domains by distance, nearest group first (numa::Plan::remote): where this
   // domain's thieves look once their own domain has nothing. Empty in flat mode. Read-only.
   std::vector<std::vector<Domain*>> remote;
+  // The unused part of this domain's current slab of G descriptors (Sched::new_gchunk; under
+  // Sched::glock).
+  G* gslab_next = nullptr;
+  G* gslab_end = nullptr;
+  // Goroutine stacks of this domain's Ps, bound to its node on a real multi-node machine.
+  std::unique_ptr<StackPool> stacks;
+  // Goroutines created by threads without a P and queued here (stats.hpp); a slow path.
+  std::atomic<std::uint64_t> created_foreign{0};
 };
 
 // The lists. "d locked": the caller holds d->lock.
 void globrunqput(Domain* d, G* gp);                        // d locked
 void globrunqputbatch(Domain* d, G* const* batch, int n);  // d locked
-G* globrunqget(Domain* d, P* pp, int max);                 // d locked; takes into pp
+// d locked; takes into pp. A take from another domain's queue (a thief's) sets the home of
+// every G it moves to adopt_node unless that is -1 (NumaPolicy::adopt).
+G* globrunqget(Domain* d, P* pp, int max, int adopt_node = -1);
 inline G* globrunqget(P* pp, int max) { return globrunqget(pp->domain, pp, max); }
 void pidleput(P* pp);                                      // pp->domain locked
 P* pidleget(Domain* d);                                    // d locked
 void mput(Domain* d, M* m);                                // d locked
 M* mget(Domain* d);                                        // d locked
 bool mremove(Domain* d, M* m);  // d locked; false if m is not on the list (startm took it)
+
+// Statistics: goroutines that pp's owner took from a P or queue of node index from_node, a node
+// other than pp's (moved_remote, and by distance).
+void count_moved_remote(P* pp, int from_node, std::uint64_t n);
 
 // P ownership by the calling M.
 void acquirep(P* pp);

@@ -112,10 +112,10 @@ bool remote_stealable(Domain* d) {
 }
 
 // Starts a spinning M on an idle P of d unless one already spins there (Go's wakep).
-void wake_spinner(Domain* d) {
+void wake_spinner(Domain* d, bool cross_node) {
   std::int32_t zero = 0;
   if (d->nmspinning.load(sc) != 0 || !d->nmspinning.compare_exchange_strong(zero, 1, sc)) return;
-  startm(d, true);
+  startm(d, true, cross_node);
 }
 
 // startm with d's lock held and pp taken; releases the lock.
@@ -331,7 +331,7 @@ void startm(P* pp, bool spinning) {
 
 // The same on an idle P of d, if there is one. With spinning, the caller has already counted
 // the new M in d's nmspinning, and this undoes that if no P is idle.
-void startm(Domain* d, bool spinning) {
+void startm(Domain* d, bool spinning, bool cross_node) {
   d->lock.lock();
   P* pp = pidleget(d);
   if (!pp) {
@@ -339,6 +339,7 @@ void startm(Domain* d, bool spinning) {
     if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
     return;
   }
+  if (cross_node) bump(pp->stats.wakeups_cross_node);  // nobody owns pp: we hold it
   startm_locked(d, pp, spinning);
 }
 
@@ -355,15 +356,15 @@ void wakep(Domain* d) {
     if (!d->remote.empty() && remote_stealable(d)) wakep_nearest_idle(d);
     return;
   }
-  wake_spinner(d);
+  wake_spinner(d, false);
 }
 
 // A spinner in d if d has an idle P, else in the nearest domain that has one.
 void wakep_nearest_idle(Domain* d) {
-  if (d->npidle.load(sc) > 0) return wake_spinner(d);
+  if (d->npidle.load(sc) > 0) return wake_spinner(d, false);
   for (const std::vector<Domain*>& group : d->remote)
     for (Domain* r : group)
-      if (r->npidle.load(sc) > 0) return wake_spinner(r);
+      if (r->npidle.load(sc) > 0) return wake_spinner(r, true);
 }
 
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M

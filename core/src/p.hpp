@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "g.hpp"
+#include "nugo/config.hpp"
 #include "futex.hpp"
+#include "stats.hpp"
 #include "stack.hpp"
 #include "timer.hpp"
 
@@ -31,6 +33,9 @@ struct alignas(64) P {
   int id = 0;
   std::atomic<PStatus> status{PStatus::idle};
   Domain* domain = nullptr;
+  // The node of this P's PU (an index into the topology's nodes), in every mode: flat mode
+  // has no domain per node, but its Ps still sit on nodes, and the statistics say where.
+  std::int16_t node = 0;
   M* m = nullptr;         // the M it is attached to, if running
   P* link = nullptr;      // idle P list
   // Schedules that did not inherit a time slice, and system calls: written by the owner
@@ -71,6 +76,14 @@ struct alignas(64) P {
   Lock timerslock;
   std::vector<TimerEntry> timers;
   std::atomic<std::int64_t> timer0when{0};
+
+  // NUMA mode: since when this P has found no work, in its own node or anywhere (0: it ran a
+  // goroutine since it last looked). A thief robs another node only once this is older than
+  // NumaPolicy::remote_delay (steal.cpp). Owner only.
+  std::int64_t nowork_since = 0;
+
+  // Scheduler statistics (stats.hpp): written by the owner only, read by snapshots.
+  PCounters stats;
 };
 
 // Run queue operations, named as in Go's proc.go.
@@ -81,6 +94,9 @@ bool runqempty(const P* pp);
 // Whether pp's ring (not runnext) holds a G: what a thief from another domain may take.
 bool runq_ring_nonempty(const P* pp);
 std::uint32_t runqlen(const P* pp);
-G* runqsteal(P* pp, P* victim, bool steal_runnext);
+// Takes part of victim's ring into pp's: half (Go's), or what NumaPolicy::remote_take says
+// for a victim on another node. adopt_node >= 0: the moved Gs get that home (NumaPolicy::adopt).
+G* runqsteal(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take = NumaPolicy::Take::half,
+             int adopt_node = -1);
 
 }  // namespace nugo::detail

@@ -18,7 +18,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "fatal.hpp"
 #include "netpoll.hpp"
@@ -103,20 +105,27 @@ void gfput(P* pp, G* gp) {
   sched->glock.unlock();
 }
 
+// A stack of pp's domain's pool: a goroutine's stack is bound at its first run, so it lies on
+// the node it starts on (its home, unless a thief of another node took it before it ran).
 Stack stackalloc(P* pp) {
-  if (!pp->stackcache) pp->nstackcache += sched->stacks.get_batch(&pp->stackcache, kStackCacheRefill);
+  if (!pp->stackcache)
+    pp->nstackcache += pp->domain->stacks->get_batch(&pp->stackcache, kStackCacheRefill);
   FreeStack* f = pp->stackcache;
   pp->stackcache = f->next;
   --pp->nstackcache;
-  return StackPool::from_free(f, sched->stacks.stack_size());
+  return StackPool::from_free(f, sched->stack_size);
 }
 
 void stackfree(P* pp, const Stack& s) {
   FreeStack* f = StackPool::to_free(s);
+  if (s.pool != pp->domain->id) [[unlikely]] {  // it lives on another node: back home
+    sched->domains[s.pool]->stacks->put_batch(&f, 1);
+    return;
+  }
   f->next = pp->stackcache;
   pp->stackcache = f;
   if (++pp->nstackcache < kStackCacheMax) return;
-  sched->stacks.put_batch(&pp->stackcache, kStackCacheMax / 2);
+  pp->domain->stacks->put_batch(&pp->stackcache, kStackCacheMax / 2);
   pp->nstackcache -= kStackCacheMax / 2;
 }
 
@@ -181,7 +190,10 @@ void mcall(McallFn fn) {
   acquire_locks(gp);
   M* m = getm();
   ThreadLocks& tl = thread_locks;
-  gp->thread_locks = tl.held;  // always: a recycled G must not bring an old count back
+  if (tl.held > INT16_MAX) [[unlikely]]
+    fatal("goroutine %lld holds %d locks of its thread", static_cast<long long>(gp->goid), tl.held);
+  gp->thread_locks = static_cast<std::int16_t>(tl.held);  // always: a recycled G must not
+                                                          // bring an old count back
   tl.held = 0;
   sanitizer_start_switch(fn == goexit0 ? nullptr : &gp->san, m->g0san);
   transfer_t t = jump_fcontext(m->g0ctx, reinterpret_cast<void*>(fn));
@@ -198,6 +210,9 @@ Next execute(M* m, G* gp, bool inherit_time) {
   P* pp = m->p;
   m->curg = gp;
   gp->status.store(GStatus::running, rlx);
+  bump(pp->stats.runs);
+  bump(gp->home == pp->node ? pp->stats.runs_home : pp->stats.runs_away);
+  if (pp->nowork_since) [[unlikely]] pp->nowork_since = 0;  // it has work (remote_delay)
   if (!inherit_time) {  // a new time slice
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
     if (pp->preempt.load(rlx)) pp->preempt.store(false, rlx);
@@ -260,6 +275,7 @@ Next gosched_m(M* m, G* gp) {
 // starts a new one, even a G taken from runnext (a timer may just have readied it there).
 Next gopreempt_m(M* m, G* gp) {
   P* pp = m->p;
+  bump(pp->stats.preemptions);
   pp->preempt.store(false, rlx);
   pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
   Next next = gosched_m(m, gp);
@@ -437,6 +453,21 @@ void check_lock_rule() {
 
 namespace {
 
+// A G made by go_on starts on a P of its home node: on another node's P it goes to its
+// home's global queue instead, and a P there is woken for it. True: run it here.
+bool start_pinned(P* pp, G* gp) {
+  Domain* home = home_domain(gp);
+  if (!home || home == pp->domain) {
+    gp->flags &= static_cast<std::uint8_t>(~kPinnedStart);
+    return true;
+  }
+  home->lock.lock();
+  globrunqput(home, gp);
+  home->lock.unlock();
+  wakep_nearest_idle(home);
+  return false;
+}
+
 // Go's schedule(), as a loop: find a G, run it, repeat. An mcall function may name the G to
 // run next (park_m's change of mind, gosched_m's batch from the global queue).
 void schedule(M* m) {
@@ -456,6 +487,12 @@ void schedule(M* m) {
       startlockedm(m, next.gp);
       next = {};
       continue;  // findrunnable sleeps without a P until one is handed back
+    }
+    if (next.gp->flags & kPinnedStart) [[unlikely]] {
+      if (!start_pinned(m->p, next.gp)) {
+        next = {};
+        continue;
+      }
     }
     next = execute(m, next.gp, next.inherit_time);
     if (m->exiting) {  // its locked G exited
@@ -493,7 +530,7 @@ Closure* newg() {
     if (G* gp = gfget(pp)) return gp;
     if (pp->gchunk_next == pp->gchunk_end) {
       sched->glock.lock();
-      pp->gchunk_next = sched->new_gchunk();
+      pp->gchunk_next = sched->new_gchunk(pp->domain);
       sched->glock.unlock();
       pp->gchunk_end = pp->gchunk_next + kGChunk;
     }
@@ -508,7 +545,7 @@ Closure* newg() {
     sched->ngfree.store(static_cast<int>(sched->gfree.size()), rlx);
   } else {
     if (sched->gchunk_next == sched->gchunk_end) {
-      sched->gchunk_next = sched->new_gchunk();
+      sched->gchunk_next = sched->new_gchunk(foreign_domain());
       sched->gchunk_end = sched->gchunk_next + kGChunk;
     }
     gp = sched->gchunk_next++;
@@ -527,15 +564,45 @@ void freeg_unstarted(Closure* c) {
   sched->glock.unlock();
 }
 
-void newproc(Closure* c) {
-  NoPreempt np;
-  G* gp = static_cast<G*>(c);
+namespace {
+
+// Queues gp on domain d's global queue and wakes a P for it (from a thread without a P, or
+// for a goroutine headed to another node).
+void globrunqput_wake(Domain* d, G* gp) {
+  d->lock.lock();
+  globrunqput(d, gp);
+  d->lock.unlock();
+  wakep(d);
+}
+
+// The node index a thread without a P is on: that of its CPU, else the first P's.
+std::int16_t foreign_node(const Domain* d) {
+  if (d->node >= 0) return static_cast<std::int16_t>(d->node);
+  int cpu = sched_getcpu();
+  int n = cpu >= 0 && cpu < static_cast<int>(sched->node_of_cpu.size()) ? sched->node_of_cpu[cpu] : -1;
+  return static_cast<std::int16_t>(n >= 0 ? n : sched->allp.front()->node);
+}
+
+// Makes gp runnable. node: its home (a node index) for go_on, or -1 for the creator's node.
+void newproc1(G* gp, int node) {
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   gp->status.store(GStatus::runnable, rlx);
   gp->locks = 1;  // until gentry has finished switching in
+  gp->flags = 0;
   if (pp) {
     gp->goid = next_goid(pp);
+    bump(pp->stats.created);
+    gp->home = node >= 0 ? static_cast<std::int16_t>(node) : pp->node;
+    Domain* home = pp->domain;
+    if (node >= 0 && sched->domains.size() > 1) {  // go_on in NUMA mode: placed
+      gp->flags = kPinnedStart;  // even on our node: a remote thief may take it from our ring
+      home = home_domain(gp);
+    }
+    if (home != pp->domain) {
+      globrunqput_wake(home, gp);
+      return;
+    }
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
     wakep(pp->domain);
     return;
@@ -543,10 +610,50 @@ void newproc(Closure* c) {
   ForeignCall call;
   gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
   Domain* d = foreign_domain();
-  d->lock.lock();
-  globrunqput(d, gp);
-  d->lock.unlock();
-  wakep(d);
+  gp->home = node >= 0 ? static_cast<std::int16_t>(node) : foreign_node(d);
+  if (node >= 0 && sched->domains.size() > 1) {
+    d = home_domain(gp);
+    gp->flags = kPinnedStart;
+  }
+  d->created_foreign.fetch_add(1, rlx);
+  globrunqput_wake(d, gp);
+}
+
+}  // namespace
+
+void newproc(Closure* c) {
+  NoPreempt np;
+  newproc1(static_cast<G*>(c), -1);
+}
+
+// The topology node index of OS node os_node for go_on, or std::invalid_argument.
+int go_on_node(int os_node) {
+  NoPreempt np;
+  std::optional<ForeignCall> call;  // a thread without an M: the instance must stay
+  if (!getm()) call.emplace();
+  const Sched* s = sched;
+  const topo::Topology& t = s->topology;
+  std::string valid;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    if (t.nodes[i].os_index == os_node) {
+      if (t.nodes[i].pus.empty())
+        throw std::invalid_argument("nugo::go_on: node " + std::to_string(os_node) +
+                                    " has no CPUs (a memory-only node runs no goroutines)");
+      if (s->domain_of_node[i] < 0)
+        throw std::invalid_argument("nugo::go_on: node " + std::to_string(os_node) +
+                                    " has no P (NUGO_PROCS=" + std::to_string(s->gomaxprocs) +
+                                    " placed none there)");
+      return static_cast<int>(i);
+    }
+    if (!t.nodes[i].pus.empty()) valid += (valid.empty() ? "" : ", ") + std::to_string(t.nodes[i].os_index);
+  }
+  throw std::invalid_argument("nugo::go_on: no node " + std::to_string(os_node) +
+                              " (nodes with CPUs: " + valid + ")");
+}
+
+void newproc_on(Closure* c, int node) {
+  NoPreempt np;
+  newproc1(static_cast<G*>(c), node);
 }
 
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason) {
@@ -568,6 +675,19 @@ void injectglist(G** gl, int n) {
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   Domain* d = pp ? pp->domain : foreign_domain();
+  if (sched->domains.size() > 1) {
+    // NUMA mode: what the poller readied goes to its home node's queue; the rest is ours.
+    int kept = 0;
+    for (int i = 0; i < n; ++i) {
+      Domain* home = home_domain(gl[i]);
+      if (home && home != d)
+        globrunqput_wake(home, gl[i]);
+      else
+        gl[kept++] = gl[i];
+    }
+    n = kept;
+    if (n == 0) return;
+  }
   int nglobal = pp ? std::min(n, static_cast<int>(d->npidle.load(sc))) : n;
   if (nglobal > 0) {
     d->lock.lock();
@@ -585,17 +705,22 @@ void goready(G* gp) {
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
+    if (sched->ready_home) [[unlikely]] {
+      // ready=home: a goroutine of another node goes back there, not to the waker's P.
+      if (Domain* home = home_domain(gp); home && home != pp->domain) {
+        globrunqput_wake(home, gp);
+        return;
+      }
+    }
     runqput(pp, gp, true);
     wakep(pp->domain);
     return;
   }
   ForeignCall call;
   ready_status(gp);
-  Domain* d = foreign_domain();
-  d->lock.lock();
-  globrunqput(d, gp);
-  d->lock.unlock();
-  wakep(d);
+  Domain* d = nullptr;
+  if (sched->ready_home) d = home_domain(gp);
+  globrunqput_wake(d ? d : foreign_domain(), gp);
 }
 
 void gosched() { mcall(gosched_m); }
@@ -649,6 +774,19 @@ void yield() {
 std::int64_t this_g::id() {
   detail::G* gp = detail::getg();
   return gp ? gp->goid : 0;
+}
+
+int this_g::node() {
+  detail::NoPreempt np;  // the P read must be the one running us
+  detail::M* m = detail::getm();
+  if (!m || !m->curg || !m->p) return -1;
+  return detail::sched->topology.nodes[m->p->node].os_index;
+}
+
+int this_g::home_node() {
+  detail::NoPreempt np;
+  detail::G* gp = detail::getg();
+  return gp ? detail::sched->topology.nodes[gp->home].os_index : -1;
 }
 
 }  // namespace nugo

@@ -44,6 +44,11 @@ bool idle_until_p(M* m);
 
 // steal.cpp
 G* steal_work(M* m, P* pp, std::int64_t now);
+// For tests of the steal order on the real stealing code: called by every thief as it looks
+// at a victim (domain d's global queue when victim is null), and with d null when a search
+// begins. Null in production: one relaxed load per victim.
+using StealProbe = void (*)(const P* thief, const Domain* d, const P* victim);
+extern std::atomic<StealProbe> steal_probe;
 
 // lockosthread.cpp
 void startlockedm(M* m, G* gp);

@@ -40,15 +40,20 @@ bool runqputslow(P* pp, G* gp, std::uint32_t head, std::uint32_t tail) {
   return true;
 }
 
-// Grabs half (rounded up) of pp's ring into batch[batch_head...], a ring of kRunqSize.
+// Grabs half (rounded up; or a quarter, or one, for a remote thief: NumaPolicy::Take) of pp's ring into batch[batch_head...], a ring of kRunqSize.
 // Called by thieves. Returns how many it took.
 std::uint32_t runqgrab(P* pp, std::array<std::atomic<G*>, kRunqSize>& batch,
-                       std::uint32_t batch_head, bool steal_runnext) {
+                       std::uint32_t batch_head, bool steal_runnext, NumaPolicy::Take take) {
   for (;;) {
     std::uint32_t h = pp->runqhead.load(acq);
     std::uint32_t t = pp->runqtail.load(acq);
     std::uint32_t n = t - h;
-    n -= n / 2;
+    if (take == NumaPolicy::Take::half) [[likely]]
+      n -= n / 2;
+    else if (take == NumaPolicy::Take::quarter)
+      n = (n + 3) / 4;
+    else
+      n = n > 0 ? 1 : 0;
     if (n == 0) {
       if (!steal_runnext) return 0;
       G* next = pp->runnext.load(acq);
@@ -129,10 +134,14 @@ std::uint32_t runqlen(const P* pp) {
   return t - h;
 }
 
-G* runqsteal(P* pp, P* victim, bool steal_runnext) {
+G* runqsteal(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take, int adopt_node) {
   std::uint32_t t = pp->runqtail.load(rlx);
-  std::uint32_t n = runqgrab(victim, pp->runq, t, steal_runnext);
+  std::uint32_t n = runqgrab(victim, pp->runq, t, steal_runnext, take);
   if (n == 0) return nullptr;
+  // The grabbed Gs are ours alone until the tail store below publishes them.
+  if (adopt_node >= 0)
+    for (std::uint32_t i = 0; i < n; ++i)
+      pp->runq[(t + i) % kRunqSize].load(rlx)->home = static_cast<std::int16_t>(adopt_node);
   --n;
   G* gp = pp->runq[(t + n) % kRunqSize].load(rlx);
   if (n == 0) return gp;

@@ -12,12 +12,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
 #include "fatal.hpp"
+#include "memory.hpp"
+#include "nugo/numa.hpp"
 #include "netpoll.hpp"
 #include "plan.hpp"
 #include "preempt.hpp"
@@ -46,7 +51,7 @@ void announce_emulated(const topo::Topology& t) {
 }  // namespace
 
 Sched::Sched(const Config& c, topo::Topology t)
-    : cfg(c), topology(std::move(t)), stacks(c.stack_size) {
+    : cfg(c), topology(std::move(t)) {
   // One P per PU of the topology unless told otherwise, at most Config::kMaxProcs (Go caps
   // GOMAXPROCS at _MaxGomaxprocs the same way; an emulated topology may have more PUs).
   gomaxprocs = cfg.procs > 0 ? cfg.procs : std::min(topology.pu_count(), Config::kMaxProcs);
@@ -66,9 +71,11 @@ Sched::Sched(const Config& c, topo::Topology t)
     d->id = static_cast<int>(domains.size());
     d->node = dp.node;
     d->os_node = dp.os_node;
-    for (int p : dp.ps) {
-      allp[p]->domain = d.get();
-      d->ps.push_back(allp[p].get());
+    for (std::size_t k = 0; k < dp.ps.size(); ++k) {
+      P* pp = allp[dp.ps[k]].get();
+      pp->domain = d.get();
+      pp->node = static_cast<std::int16_t>(topology.pus[dp.pus[k]].node);
+      d->ps.push_back(pp);
     }
     // A thread without a P on a CPU of this node queues in this domain (foreign_domain); in
     // flat mode every CPU that runs a P does. Folded emulated CPUs go to the first domain
@@ -81,6 +88,11 @@ Sched::Sched(const Config& c, topo::Topology t)
       if (domain_of_cpu[cpu] < 0) domain_of_cpu[cpu] = d->id;
     }
     d->steal_order.reset(static_cast<std::uint32_t>(d->ps.size()));
+    // Stacks of a real node's domain are bound there; an emulated node has no memory.
+    std::optional<int> mem = dp.node >= 0 ? topology.memory_node(dp.node) : std::nullopt;
+    d->stacks = std::make_unique<StackPool>(cfg.stack_size, d->id, mem.value_or(-1),
+                                            static_cast<int>(plan.domains.size()));
+    stack_size = d->stacks->stack_size();
     for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(*it);  // lowest first out
     domains.push_back(std::move(d));
   }
@@ -112,6 +124,38 @@ Sched::Sched(const Config& c, topo::Topology t)
       }
     }
   }
+  // Nodes: their domains, and where threads without a P are (node_of_cpu).
+  domain_of_node.assign(topology.nodes.size(), -1);
+  for (const auto& pp : allp)
+    domain_of_node[pp->node] = mode == Mode::numa ? pp->domain->id : 0;
+  for (std::size_t n = 0; n < topology.nodes.size(); ++n)
+    for (int pu : topology.nodes[n].pus) {
+      int cpu = topology.real_cpu(pu);
+      if (cpu < 0) continue;
+      if (static_cast<int>(node_of_cpu.size()) <= cpu) node_of_cpu.resize(cpu + 1, -1);
+      if (node_of_cpu[cpu] < 0) node_of_cpu[cpu] = static_cast<int>(n);
+    }
+  // Statistics: moved_remote by distance class.
+  for (const auto& row : topology.distance) distances.insert(distances.end(), row.begin(), row.end());
+  std::sort(distances.begin(), distances.end());
+  distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
+  if (distances.empty()) distances.push_back(10);
+  distance_class.assign(topology.nodes.size(), std::vector<int>(topology.nodes.size(), 0));
+  for (std::size_t a = 0; a < topology.nodes.size(); ++a)
+    for (std::size_t b = 0; b < topology.nodes.size(); ++b)
+      if (a < topology.distance.size() && b < topology.distance[a].size())
+        distance_class[a][b] = static_cast<int>(
+            std::lower_bound(distances.begin(), distances.end(), topology.distance[a][b]) -
+            distances.begin());
+  for (auto& pp : allp)
+    pp->stats.moved_remote_by_distance = std::make_unique<PCounters::Counter[]>(distances.size());
+  // NUMA policy (NUGO_NUMA): flat mode is Go's scheduler, whatever the settings say.
+  if (mode == Mode::numa) {
+    ready_home = cfg.numa.ready == NumaPolicy::Ready::home;
+    adopt = cfg.numa.adopt;
+    remote_delay_ns = cfg.numa.remote_delay.count();
+    remote_take = cfg.numa.remote_take;
+  }
   for (std::size_t i = 0; i < domains.size(); ++i)
     for (const std::vector<int>& tier : plan.remote[i]) {
       std::vector<Domain*> group;
@@ -135,17 +179,48 @@ Sched::~Sched() {
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
       if (gp->invoke) gp->discard(gp);
       if (gp->ctx) sanitizer_forget_frames(gp->ctx, gp->stack.hi);  // abandoned mid-run
+      gp->~G();
     }
-    delete[] chunk;
+  }
+  for (const GSlab& s : gslabs) {
+    if (s.numa)
+      numa::free(s.mem, s.bytes);
+    else
+      ::operator delete(s.mem, std::align_val_t{alignof(G)});
   }
 }
 
-G* Sched::new_gchunk() {
-  gchunks.push_back(new G[kGChunk]);
-  return gchunks.back();
+// G descriptors of d's node: the G of a goroutine created there is written there first and
+// most. (They are recycled through the P caches of wherever they die, like Go's; only new
+// chunks are placed.)
+G* Sched::new_gchunk(Domain* d) {
+  if (d->gslab_next == d->gslab_end) {
+    constexpr std::size_t bytes = std::size_t{kGSlabChunks} * kGChunk * sizeof(G);
+    bool on_node = d->os_node >= 0;
+    void* mem = nullptr;
+    try {
+      mem = on_node ? numa::alloc_on(d->os_node, bytes)
+                    : ::operator new(bytes, std::align_val_t{alignof(G)});
+    } catch (const std::exception& e) {
+      fatal("cannot allocate goroutine descriptors: %s", e.what());
+    }
+    gslabs.push_back({mem, bytes, on_node});
+    d->gslab_next = static_cast<G*>(mem);
+    d->gslab_end = d->gslab_next + std::size_t{kGSlabChunks} * kGChunk;
+  }
+  G* chunk = d->gslab_next;
+  d->gslab_next += kGChunk;
+  for (G* gp = chunk; gp != chunk + kGChunk; ++gp) ::new (static_cast<void*>(gp)) G;
+  gchunks.push_back(chunk);
+  return chunk;
 }
 
 namespace {
+
+[[noreturn]] void bad_config(const std::exception& e) {
+  std::fprintf(stderr, "nugo: %s\n", e.what());
+  std::exit(2);
+}
 
 topo::Topology load_topology(const Config& cfg, bool exit_on_bad_config) {
   try {
@@ -153,9 +228,21 @@ topo::Topology load_topology(const Config& cfg, bool exit_on_bad_config) {
     return topo::Topology::load(cfg.topology);
   } catch (const std::exception& e) {
     if (!exit_on_bad_config) throw;
-    std::fprintf(stderr, "nugo: %s\n", e.what());
-    std::exit(2);
+    bad_config(e);
   }
+}
+
+// Config::stats_path, opened before anything runs, so that a path that cannot be written is
+// reported as bad input rather than found out after the program's work is done.
+std::FILE* open_stats_file(const Config& cfg, bool exit_on_bad_config) {
+  if (cfg.stats_path.empty()) return nullptr;
+  if (cfg.stats_path == "-") return stderr;
+  std::FILE* f = std::fopen(cfg.stats_path.c_str(), "w");
+  if (f) return f;
+  ConfigError e("NUGO_STATS=\"" + cfg.stats_path + "\": cannot write the statistics there: " +
+                std::strerror(errno));
+  if (!exit_on_bad_config) throw e;
+  bad_config(e);
 }
 
 }  // namespace
@@ -166,9 +253,13 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   if (!guard.owns_lock()) throw std::logic_error("nugo::run: a runtime is already running");
 
   topo::Topology topology = load_topology(cfg, exit_on_bad_config);
+  std::FILE* stats_file = open_stats_file(cfg, exit_on_bad_config);
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
+  // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
+  numa::detail::publish_topology(&topology, cfg.debug_numa);
   sched = new Sched(cfg, std::move(topology));
+  sched->stats_file = stats_file;
   preempt::init(cfg);
   try {
     sched->sysmon = std::thread(sysmon_main);
@@ -216,10 +307,12 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->sysmon.join();
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
+  save_final_stats(*sched);  // every M is gone: the counts are final
   tearing_down = true;
   delete sched;
   tearing_down = false;
   sched = nullptr;
+  numa::detail::publish_topology(nullptr, false);  // plain threads: the real machine again
   netpoll_forget_goroutines();  // the ones parked on descriptors are gone with the rest
   for (int i = 0, n = nstop_hooks.load(std::memory_order_acquire); i < n; ++i)
     stop_hooks[i]();            // and so is what their calls held (sockets)

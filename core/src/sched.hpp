@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <thread>
@@ -41,6 +42,21 @@ struct Sched {
   std::vector<std::vector<int>> bind_cpus;
   std::vector<int> bind_key;
   std::vector<std::unique_ptr<P>> allp;
+  // By topology node index: its domain's id, or -1 (flat mode: the one domain for every node
+  // with a P; NUMA mode: -1 for nodes without Ps). Where ready=home and go_on send a G.
+  std::vector<int> domain_of_node;
+  // Node index by real CPU number (-1: none): the home of a G created by a thread without a P.
+  std::vector<int> node_of_cpu;
+  // Statistics (stats.hpp): the distinct distances of the topology's matrix, ascending, and
+  // for each pair of node indexes the position of theirs in that list.
+  std::vector<int> distances;
+  std::vector<std::vector<int>> distance_class;
+  // NUMA policy, resolved (all off in flat mode): NumaPolicy::ready == home, adopt, remote_delay.
+  bool ready_home = false;
+  bool adopt = false;
+  std::int64_t remote_delay_ns = 0;
+  NumaPolicy::Take remote_take = NumaPolicy::Take::half;
+  std::FILE* stats_file = nullptr;  // Config::stats_path, opened at start
 
   Lock mlock;  // allm, freem
   std::vector<M*> allm;   // every M ever made; an M that exited stays here (and on freem)
@@ -50,13 +66,18 @@ struct Sched {
 
   Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
   std::vector<G*> gchunks;  // every G ever allocated, kGChunk per entry (Go's allgs)
+  // The memory of the chunks: slabs of kGSlabChunks chunks, each taken by one domain and
+  // allocated on its node (nugo::numa) in NUMA mode, from the heap in flat mode.
+  struct GSlab { void* mem; std::size_t bytes; bool numa; };
+  std::vector<GSlab> gslabs;
+  static constexpr int kGSlabChunks = 64;  // 2 MiB of Gs
   G* gchunk_next = nullptr;
   G* gchunk_end = nullptr;
   std::vector<G*> gfree;        // dead Gs beyond what the Ps cache
   std::atomic<int> ngfree{0};  // gfree.size(), readable without glock
 
   std::atomic<std::int64_t> goidgen{0};
-  StackPool stacks;
+  std::size_t stack_size = 0;  // usable bytes of every goroutine stack (Domain::stacks)
 
   // The network poller (netpoll.hpp; Go's sched.lastpoll and sched.pollUntil). lastpoll is
   // when the network was last polled, 0 while an M blocks in netpoll: that M is also the
@@ -82,7 +103,7 @@ struct Sched {
   std::int64_t timeslice_ns = 0;  // cfg.timeslice
   std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
 
-  G* new_gchunk();  // glock held
+  G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
 };
 
 // The running instance (nullptr when no runtime runs). Set by run_main before any M starts;
@@ -104,6 +125,12 @@ extern thread_local bool tearing_down;
 inline constexpr int kMaxStopHooks = 8;
 void add_stop_hook(void (*hook)());
 
+// The domain a G's home node belongs to, or nullptr (a node without Ps).
+inline Domain* home_domain(const G* gp) {
+  int d = sched->domain_of_node[gp->home];
+  return d >= 0 ? sched->domains[d].get() : nullptr;
+}
+
 // proc.cpp
 void mstart(M* m);
 void wakep(Domain* d);
@@ -111,7 +138,8 @@ void wakep(Domain* d);
 // node runs (steal_remote) or sleeps for (the poller), and for a preempted G.
 void wakep_nearest_idle(Domain* d);
 void startm(P* pp, bool spinning);
-void startm(Domain* d, bool spinning);
+// cross_node: woken for work queued in another domain (counted as wakeups_cross_node).
+void startm(Domain* d, bool spinning, bool cross_node = false);
 
 void handoffp(P* pp);
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);

@@ -50,7 +50,10 @@ void on_fault(int sig, siginfo_t* info, void* ucontext) {
   Sched* s = sched;
   M* m = getm();
   G* gp = m ? m->curg : nullptr;
-  if (s && gp && s->stacks.is_guard_address(info->si_addr)) {
+  bool guard = false;
+  if (s && gp)
+    for (const auto& d : s->domains) guard = guard || d->stacks->is_guard_address(info->si_addr);
+  if (guard) {
     write_str("goroutine ");
     write_num(static_cast<unsigned long long>(gp->goid));
     write_str(": stack overflow (stack size ");

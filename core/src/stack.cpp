@@ -1,8 +1,10 @@
 #include "stack.hpp"
 
+
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "fatal.hpp"
+#include "memory.hpp"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -52,12 +55,14 @@ std::size_t round_to_pages(std::size_t bytes) {
 
 }  // namespace
 
-StackPool::StackPool(std::size_t stack_size)
+StackPool::StackPool(std::size_t stack_size, int id, int os_node, int sharing)
     : stack_size_(round_to_pages(stack_size)),
       slot_size_(kStackGuard + stack_size_),
       slab_slots_(std::max<std::size_t>(1, kSlabBytes / slot_size_)),
+      id_(id),
+      os_node_(os_node),
       mode_(probe_guard_mode()) {
-  if (mode_ == GuardMode::mprotect) mprotect_budget_ = mprotect_budget();
+  if (mode_ == GuardMode::mprotect) mprotect_budget_ = mprotect_budget() / std::max(1, sharing);
   if (mode_ == GuardMode::mprotect && mprotect_budget_ == 0) mode_ = GuardMode::canary;
   slab_index_ = static_cast<Slab*>(std::calloc(kMaxSlabs, sizeof(Slab)));
   if (!slab_index_) fatal("stack pool: out of memory");
@@ -77,6 +82,13 @@ void StackPool::new_slab() {
           std::strerror(errno));
   // With THP set to "always", touching one stack's top page could fault in 2 MiB.
   madvise(base, bytes, MADV_NOHUGEPAGE);
+  // Bound before any page is touched: every stack page is then allocated on the node.
+  if (os_node_ >= 0 && !numa::detail::bind_range(base, bytes, os_node_)) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      std::fprintf(stderr, "nugo: cannot bind goroutine stacks to node %d (%s); they are "
+                   "placed by the kernel's default policy\n", os_node_, std::strerror(errno));
+  }
   int n = nslabs_.load(std::memory_order_relaxed);
   if (n == kMaxSlabs) fatal("too many goroutine stacks (%d slabs)", n);
   slabs_.push_back({static_cast<char*>(base), bytes});
@@ -90,7 +102,7 @@ FreeStack* StackPool::carve() {
   if (carve_next_ == carve_end_) new_slab();
   char* guard = carve_next_;
   carve_next_ += slot_size_;
-  Stack s{guard + kStackGuard, guard + slot_size_, false};
+  Stack s{guard + kStackGuard, guard + slot_size_, false, static_cast<std::int16_t>(id_)};
 
   const char* fallback = nullptr;  // why this and all later stacks go without a guard
   if (mode_ == GuardMode::madvise) {
@@ -153,13 +165,14 @@ bool StackPool::is_guard_address(const void* addr) const {
 
 Stack StackPool::from_free(FreeStack* f, std::size_t stack_size) {
   char* hi = reinterpret_cast<char*>(f) + sizeof(FreeStack);
-  return Stack{hi - stack_size, hi, f->guarded};
+  return Stack{hi - stack_size, hi, f->guarded, f->pool};
 }
 
 FreeStack* StackPool::to_free(const Stack& s) {
   auto* f = reinterpret_cast<FreeStack*>(s.hi - sizeof(FreeStack));
   f->next = nullptr;
   f->guarded = s.guarded;
+  f->pool = s.pool;
   return f;
 }
 

@@ -33,6 +33,7 @@ struct Stack {
   char* lo = nullptr;  // lowest usable address (the guard lies below it)
   char* hi = nullptr;  // one past the highest address; the stack grows down from here
   bool guarded = false;
+  std::int16_t pool = 0;  // the StackPool it came from (its domain's id; fits the padding)
 
   explicit operator bool() const { return lo != nullptr; }
   std::size_t size() const { return static_cast<std::size_t>(hi - lo); }
@@ -42,6 +43,7 @@ struct Stack {
 struct FreeStack {
   FreeStack* next;
   bool guarded;
+  std::int16_t pool;
 };
 
 enum class GuardMode { madvise, mprotect, canary };
@@ -49,9 +51,15 @@ enum class GuardMode { madvise, mprotect, canary };
 inline constexpr std::uint64_t kStackCanary = 0x6e75676f5f737461ull;  // "nugo_sta"
 inline constexpr std::size_t kStackGuard = 16 * 1024;
 
+// One pool per scheduling domain (Domain::stacks): in NUMA mode on a real multi-node machine
+// its slabs are bound to the domain's node (mbind before any page is touched, so every page
+// of every stack is allocated there), and a stack freed on another node goes back to its own
+// pool, not into the freeing P's cache.
 class StackPool {
  public:
-  explicit StackPool(std::size_t stack_size);
+  // id: the domain's; os_node: the node to bind slabs to, or -1; sharing: how many pools
+  // share the process's guard-page budget (mprotect mode).
+  explicit StackPool(std::size_t stack_size, int id = 0, int os_node = -1, int sharing = 1);
   ~StackPool();
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
@@ -60,6 +68,7 @@ class StackPool {
   int get_batch(FreeStack** list, int n);
   // Takes n stacks from the head of *list.
   void put_batch(FreeStack** list, int n);
+  int id() const { return id_; }
 
   std::size_t stack_size() const { return stack_size_; }
   GuardMode guard_mode() const { return mode_; }
@@ -77,6 +86,8 @@ class StackPool {
   const std::size_t stack_size_;  // usable bytes, a multiple of the page size
   const std::size_t slot_size_;   // guard + stack
   const std::size_t slab_slots_;
+  const int id_;
+  const int os_node_;
   GuardMode mode_;
   std::size_t mprotect_budget_ = 0;  // stacks that may still get an mprotect'd guard
 

@@ -1,42 +1,99 @@
 // Work stealing (Go's stealWork), then Vyukov's escalation across NUMA nodes. First four
 // rounds over the Ps of the thief's own domain in a random order, taking half of a victim's
 // run queue (runqsteal, runq.cpp); the last round may also take a victim's runnext and runs
-// the victims' due timers. Only when the own domain has nothing: the other domains, nearest
-// group first (Domain::remote, planned in numa/), each one's global queue, then its Ps.
+// the victims' due timers. Only when the own domain has nothing, and once the thief has found
+// nothing for NumaPolicy::remote_delay: the other domains, nearest group first
+// (Domain::remote, planned in numa/), each one's global queue, then its Ps, taking what
+// NumaPolicy::remote_take says.
 #include "proc.hpp"
 #include "timer.hpp"
 
 namespace nugo::detail {
+
+std::atomic<StealProbe> steal_probe{nullptr};
+
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr int kStealTries = 4;
 
+void probe(const P* thief, const Domain* d, const P* victim) {
+  if (StealProbe f = steal_probe.load(rlx)) [[unlikely]] f(thief, d, victim);
+}
+
+// A steal from victim moved the Gs now in pp's ring from position t on, plus the one returned.
+void count_steal(P* pp, const P* victim, std::uint32_t t) {
+  std::uint64_t n = pp->runqtail.load(rlx) - t + 1;
+  if (victim->node == pp->node) {
+    bump(pp->stats.steals_same_node);
+    bump(pp->stats.moved_same_node, n);
+  } else {
+    bump(pp->stats.steals_remote);
+    count_moved_remote(pp, victim->node, n);
+  }
+}
+
+G* steal_from(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take, int adopt_node) {
+  std::uint32_t t = pp->runqtail.load(rlx);
+  G* gp = runqsteal(pp, victim, steal_runnext, take, adopt_node);
+  if (gp) count_steal(pp, victim, t);
+  return gp;
+}
+
+// How much of a remote global queue of `size` Gs one take may move (globrunqget caps it at a
+// fair share of that domain's Ps as well).
+int remote_batch(int size) {
+  switch (sched->remote_take) {
+    case NumaPolicy::Take::one: return 1;
+    case NumaPolicy::Take::quarter: return std::max(1, size / 4);
+    case NumaPolicy::Take::half: break;
+  }
+  return std::max(1, size / 2);
+}
+
 // The other domains, nearest group first, the domains of a group from a random one on (ties
 // in distance must not always rob the same node first). From each: a batch of its global
-// queue, then half of one of its Ps' run queues, never a runnext (a remote victim's next G
-// is most likely its own hand-off). Their due timers run here too, so the timers of a node
+// queue, then part of one of its Ps' run queues, never a runnext (a remote victim's next G
+// is most likely its own hand-off), and nothing from a node whose own spinner is on its way. Their due timers run here too, so the timers of a node
 // whose Ps are all idle fire when a thief from another node passes.
 G* steal_remote(M* m, P* pp, std::int64_t now) {
+  if (pp->domain->remote.empty()) return nullptr;
+  if (sched->remote_delay_ns > 0) {
+    // Rob another node only once this P has found nothing for remote_delay: work may be
+    // about to appear on its own node, and a goroutine moved away loses its memory.
+    if (now == 0) now = nanotime();
+    if (pp->nowork_since == 0) pp->nowork_since = now;
+    if (now - pp->nowork_since < sched->remote_delay_ns) return nullptr;
+  }
+  int adopt_node = sched->adopt ? pp->node : -1;
   for (const std::vector<Domain*>& group : pp->domain->remote) {
     std::size_t first = m->rand() % group.size();
     for (std::size_t k = 0; k < group.size(); ++k) {
       if (sched->stopping.load(rlx)) return nullptr;
       Domain* r = group[(first + k) % group.size()];
-      if (r->runqsize.load(rlx) > 0) {
+      // A node with a spinning M of its own is about to take its work itself (a submitter
+      // there woke it): robbing it now would move the work away from its node for nothing.
+      if (r->nmspinning.load(rlx) > 0) continue;
+      probe(pp, r, nullptr);
+      if (int size = r->runqsize.load(rlx); size > 0) {
         r->lock.lock();
-        G* gp = globrunqget(r, pp, 0);
+        // A G that go_on placed there must start there: leave the queue to r's own Ps
+        // while one heads it (one further in is sent home by schedule, if taken).
+        G* gp = !r->runq.empty() && !(r->runq.front()->flags & kPinnedStart)
+                    ? globrunqget(r, pp, remote_batch(size), adopt_node)
+                    : nullptr;
         r->lock.unlock();
         if (gp) return gp;
       }
       for (auto e = r->steal_order.start(m->rand()); !e.done(); e.next()) {
         P* victim = r->ps[e.position()];
+        probe(pp, r, victim);
         if (nexttimer(victim) != 0) {
           if (now == 0) now = nanotime();
           if (checktimers(victim, now) > 0)
             if (G* gp = runqget(pp).gp) return gp;
         }
         if (victim->status.load(rlx) == PStatus::idle) continue;
-        if (G* gp = runqsteal(pp, victim, false)) return gp;
+        if (G* gp = steal_from(pp, victim, false, sched->remote_take, adopt_node)) return gp;
       }
     }
   }
@@ -51,19 +108,21 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
 // timers of an idle P fire. A timer that readies a goroutine readies it onto our P.
 G* steal_work(M* m, P* pp, std::int64_t now) {
   Domain* d = pp->domain;
+  probe(pp, nullptr, nullptr);
   for (int round = 0; round < kStealTries; ++round) {
     bool last = round == kStealTries - 1;
     for (auto e = d->steal_order.start(m->rand()); !e.done(); e.next()) {
       if (sched->stopping.load(rlx)) return nullptr;
       P* victim = d->ps[e.position()];
       if (victim == pp) continue;
+      probe(pp, d, victim);
       if (last && nexttimer(victim) != 0) {
         if (now == 0) now = nanotime();
         if (checktimers(victim, now) > 0)
           if (G* gp = runqget(pp).gp) return gp;
       }
       if (victim->status.load(rlx) == PStatus::idle) continue;
-      if (G* gp = runqsteal(pp, victim, last)) return gp;
+      if (G* gp = steal_from(pp, victim, last, NumaPolicy::Take::half, -1)) return gp;
     }
   }
   return steal_remote(m, pp, now);

@@ -6,6 +6,8 @@
 //   create_and_run/procs:N   one goroutine of a chain in which each spawns the next
 //   fanout_100k/procs:N      spawning 100,000 goroutines and waiting for all of them
 //   skynet/procs:N           the skynet benchmark: 1,000,000 leaves, 10-way, over channels
+//   fib/procs:N              fork-join fib(27): one goroutine per call, joined by WaitGroups
+//                            (skynet and fib live in workloads.hpp, shared with nugo-locality)
 //   chan_sync, chan_prod_cons0/100, select_uncontended/contended, mutex_uncontended/contended:
 //                            Go's runtime and sync benchmarks of those names, ns per op
 //   timer_churn/procs:N, timer_wake/procs:2: timers at scale (see experiments/baselines)
@@ -24,6 +26,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "workloads.hpp"
 
 namespace {
 
@@ -96,35 +100,27 @@ void fanout_100k(benchmark::State& state, int procs) {
   state.counters["peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
-// ---- skynet ----
-
-void skynet(nugo::Chan<long> c, long num, long size, long div) {
-  if (size == 1) {
-    c.send(num);
-    return;
-  }
-  nugo::Chan<long> rc;
-  for (long i = 0; i < div; ++i) {
-    long sub = num + i * (size / div);
-    nugo::go([=] { skynet(rc, sub, size / div, div); });
-  }
-  long sum = 0;
-  for (long i = 0; i < div; ++i) sum += *rc.recv();
-  c.send(sum);
-}
+// ---- skynet and fib (workloads.hpp) ----
 
 void skynet_bench(benchmark::State& state, int procs) {
   nugo::run([&] {
     for (auto _ : state) {
-      nugo::Chan<long> c;
-      nugo::go([=] { skynet(c, 0, 1'000'000, 10); });
-      long sum = *c.recv();
-      if (sum != 499999500000) state.SkipWithError("skynet: wrong checksum");
+      if (workloads::run_skynet() != workloads::kSkynetChecksum)
+        state.SkipWithError("skynet: wrong checksum");
     }
   }, with_procs(procs));
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   state.counters["peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+void fib_bench(benchmark::State& state, int procs) {
+  nugo::run([&] {
+    for (auto _ : state) {
+      if (workloads::fib(workloads::kFibN) != workloads::fib_serial(workloads::kFibN))
+        state.SkipWithError("fib: wrong result");
+    }
+  }, with_procs(procs));
 }
 
 // Go's b.RunParallel: gomaxprocs goroutines share n iterations, claiming them from a shared
@@ -416,6 +412,7 @@ void register_all() {
       benchmark::RegisterBenchmark((name + suffix).c_str(), fn, procs, args...)->UseRealTime();
     };
     add("skynet", skynet_bench);
+    add("fib", fib_bench);
     add("chan_sync", chan_sync);
     add("chan_prod_cons0", chan_prod_cons, std::size_t{0});
     add("chan_prod_cons100", chan_prod_cons, std::size_t{100});

@@ -31,6 +31,28 @@ enum class Bind {
   none,       // wherever the process may run
 };
 
+// NUMA mode's policies (numa/README.md, "Policies", for what each does and why its default is
+// what it is). Env: NUGO_NUMA, comma-separated key=value like NUGO_DEBUG, one key per field.
+// They change nothing in flat mode, which is exactly Go's scheduler.
+struct NumaPolicy {
+  // How much of a remote victim's run queue a thief takes: one G, a quarter or half (a local
+  // victim always gives half, as in Go). Key remote_take=1|quarter|half.
+  enum class Take { one, quarter, half };
+  // Where a goroutine readied by a goroutine running on another node goes: to the waker's P,
+  // as in Go, or to its home node's global queue. Key ready=waker|home.
+  enum class Ready { waker, home };
+
+  // A P robs another node only after it has found no work for this long (its own node's
+  // queues and Ps were empty every time it looked). Key remote_delay (a duration: 0, 50us).
+  std::chrono::nanoseconds remote_delay{0};
+  Take remote_take = Take::half;
+  Ready ready = Ready::waker;
+  // A goroutine stolen across nodes takes the thief's node as its new home. Key adopt=0|1.
+  bool adopt = false;
+
+  static constexpr std::chrono::nanoseconds kMaxRemoteDelay{100'000'000};  // 100 ms
+};
+
 struct Config {
   static constexpr int kMaxProcs = 1024;                      // as Go's _MaxGomaxprocs
   static constexpr std::size_t kMinStack = 16 * 1024;
@@ -69,10 +91,20 @@ struct Config {
   // "SIGUSR2", a number); SIGSEGV, SIGBUS, SIGKILL, SIGSTOP and the like are refused.
   int preempt_signal = SIGURG;
 
+  // NUMA mode's policies. Env: NUGO_NUMA (see NumaPolicy).
+  NumaPolicy numa;
+  // Where run() writes the scheduler statistics as JSON when it returns (nugo/stats.hpp):
+  // "" for nowhere, "-" for stderr, else a file, created or truncated when run() starts (so
+  // that a path that cannot be written is reported before anything runs). Env: NUGO_STATS.
+  std::string stats_path;
+  // Says on stderr what NUMA mode could not do as asked (memory not bound on an emulated
+  // topology). Env: NUGO_DEBUG=numa=1.
+  bool debug_numa = false;
+
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
-  // NUGO_PREEMPT_SIGNAL and
-  // NUGO_DEBUG (comma-separated key=value, as GODEBUG: deadlock=0|1, asyncpreemptoff=0|1);
-  // throws ConfigError naming the variable.
+  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_STATS and NUGO_DEBUG (comma-separated key=value, as
+  // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1); throws ConfigError naming the
+  // variable.
   static Config from_env();
   // Throws ConfigError if a field is out of range.
   void validate() const;

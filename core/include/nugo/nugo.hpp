@@ -3,10 +3,12 @@
 
 #include "nugo/config.hpp"
 #include "nugo/runtime.hpp"
+#include "nugo/stats.hpp"
 #include "nugo/topology.hpp"
 #include "nugo/chan.hpp"
 #include "nugo/io.hpp"
 #include "nugo/net.hpp"
+#include "nugo/numa.hpp"
 #include "nugo/sync.hpp"
 #include "nugo/syscall.hpp"
 #include "nugo/time.hpp"

@@ -36,6 +36,8 @@ struct Closure {
 // (recycled when possible), newproc() makes it runnable.
 Closure* newg();
 void newproc(Closure* g);
+int go_on_node(int os_node);  // a node index for newproc_on, or std::invalid_argument
+void newproc_on(Closure* g, int node);
 void freeg_unstarted(Closure* g);  // the closure's constructor threw
 
 template <class Fn>
@@ -71,6 +73,19 @@ void bind_closure(Closure* c, F&& f) {
     destroy_closure<Fn>(self);
   };
   c->discard = [](Closure* self) { destroy_closure<Fn>(self); };
+}
+
+// A G holding f, not yet runnable.
+template <class F>
+Closure* make_goroutine(F&& f) {
+  Closure* c = newg();
+  try {
+    bind_closure<std::decay_t<F>>(c, std::forward<F>(f));
+  } catch (...) {
+    freeg_unstarted(c);
+    throw;
+  }
+  return c;
 }
 
 // Runs body(arg) as the main goroutine of a new runtime instance and tears it down after.
@@ -117,15 +132,19 @@ int run(F main) {
 // global run queue and wakes an idle P. The runtime must be running (else std::logic_error).
 template <class F>
 void go(F&& f) {
-  using Fn = std::decay_t<F>;
-  detail::Closure* c = detail::newg();
-  try {
-    detail::bind_closure<Fn>(c, std::forward<F>(f));
-  } catch (...) {
-    detail::freeg_unstarted(c);
-    throw;
-  }
-  detail::newproc(c);
+  detail::newproc(detail::make_goroutine(std::forward<F>(f)));
+}
+
+// Starts f as a new goroutine whose home is NUMA node `node` (the OS's number, as numactl
+// prints it). In NUMA mode it starts on a P of that node; afterwards it may be stolen like
+// any goroutine, and with NUGO_NUMA=ready=home it is sent back home whenever it is readied
+// from another node. In flat mode only its home is set (flat mode places nothing). Throws
+// std::invalid_argument for a node that does not exist, has no CPUs or got no P, and
+// std::logic_error when the runtime is not running.
+template <class F>
+void go_on(int node, F&& f) {
+  int index = detail::go_on_node(node);
+  detail::newproc_on(detail::make_goroutine(std::forward<F>(f)), index);
 }
 
 // Go's runtime.Gosched: puts the calling goroutine on the global run queue and runs another.
@@ -152,6 +171,12 @@ inline int gomaxprocs() { return detail::gomaxprocs(); }
 namespace this_g {
 // The calling goroutine's id (the main goroutine is 1), or 0 outside any goroutine.
 std::int64_t id();
+// The NUMA node (the OS's number) of the P running the caller, in either mode, or -1 outside
+// a goroutine. The goroutine may move right after: it is a hint, as sched_getcpu() is.
+int node();
+// The caller's home node (go_on's, else that of the P that created it), or -1 outside a
+// goroutine.
+int home_node();
 }  // namespace this_g
 
 }  // namespace nugo

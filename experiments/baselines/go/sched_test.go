@@ -5,7 +5,8 @@
 // mapping), so that scripts/micro.py can compare the two side by side in one
 // run on one machine. GOMAXPROCS is chosen with -test.cpu, which plays the
 // role of nugo's procs:N argument. This file holds the scheduler benchmarks
-// (goroutine creation, switching, fan-outs, skynet, PingPongHog);
+// (goroutine creation, switching, fan-outs, skynet, fork-join fib,
+// PingPongHog);
 // sync_test.go holds those of channels, select, mutexes and timers.
 //
 // Only the standard library is used: the machines that run this have no
@@ -124,6 +125,51 @@ func BenchmarkSkynet(b *testing.B) {
 		}
 	}
 	b.ReportMetric(peakRSSMiB(b), "peak_rss_mib")
+}
+
+// fibN is the n of the fork-join fib, that of nugo's fib
+// (experiments/bench/workloads.hpp): fib(27) starts fib(28)-1 = 317,810
+// goroutines, tens of milliseconds per run.
+const fibN = 27
+
+// fib is fork-join fib as a Go programmer writes it: fib(n-1) in a new
+// goroutine, fib(n-2) in the caller, joined by a WaitGroup. There is no
+// serial cutoff: what is measured is goroutine creation, parking and
+// stealing, not arithmetic.
+func fib(n int) int {
+	if n < 2 {
+		return n
+	}
+	var joined sync.WaitGroup
+	var first int
+	joined.Add(1)
+	go func() {
+		defer joined.Done()
+		first = fib(n - 1)
+	}()
+	second := fib(n - 2)
+	joined.Wait()
+	return first + second
+}
+
+// fibSerial is the value fib is checked against.
+func fibSerial(n int) int {
+	a, b := 0, 1
+	for i := 0; i < n; i++ {
+		a, b = b, a+b
+	}
+	return a
+}
+
+// BenchmarkFib runs one fork-join fib(fibN) per op (ns/op is ns per run)
+// and fails if the result is wrong.
+func BenchmarkFib(b *testing.B) {
+	want := fibSerial(fibN)
+	for i := 0; i < b.N; i++ {
+		if got := fib(fibN); got != want {
+			b.Fatalf("fib(%d) = %d, want %d", fibN, got, want)
+		}
+	}
 }
 
 // BenchmarkPingPongHog is runtime/proc_test.go's benchmark of that name: on

@@ -1,0 +1,76 @@
+// Scheduler statistics: where goroutines ran and what moved between nodes.
+//
+// Counted on paths the scheduler takes anyway, in plain per-P counters (no atomic
+// read-modify-write, no shared cache line) that a snapshot sums. The JSON form is a contract:
+// the tests, the tracer's cross-checks, the experiment scripts and the paper read its keys,
+// so they stay stable. numa/README.md ("Statistics") defines every counter exactly.
+//
+//   nugo::Config cfg;  cfg.stats_path = "stats.json";   // or NUGO_STATS=stats.json
+//   nugo::run([] { ... }, cfg);
+//   nugo::Stats s = nugo::stats();  // the finished run's final counts
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nugo/config.hpp"
+
+namespace nugo {
+
+struct Counters {
+  std::uint64_t created = 0;             // goroutines created by goroutines running here
+  std::uint64_t runs = 0;                // goroutines switched to (each run counted once)
+  std::uint64_t runs_home = 0;           // ... on a P of the goroutine's home node
+  std::uint64_t runs_away = 0;           // ... on a P of another node
+  std::uint64_t steals_same_node = 0;    // successful run-queue steals from a P of this node
+  std::uint64_t steals_remote = 0;       // ... from a P of another node
+  std::uint64_t moved_same_node = 0;     // goroutines those steals moved
+  std::uint64_t moved_remote = 0;        // goroutines moved across nodes: remote steals and
+                                         // takes from another node's global queue
+  std::uint64_t globrunq_own = 0;        // takes from the own domain's global queue
+  std::uint64_t globrunq_remote = 0;     // takes from another node's global queue
+  std::uint64_t wakeups_cross_node = 0;  // this P was woken for work queued on another node
+  std::uint64_t preemptions = 0;         // slices ended by sysmon that took effect
+  std::int64_t idle_ns = 0;              // time on the idle P list
+  // moved_remote split by the distance (distance-matrix value) between the two nodes.
+  std::map<int, std::uint64_t> moved_remote_by_distance;
+
+  Counters& operator+=(const Counters& o);
+};
+
+struct PStats : Counters {
+  int p = 0;
+  int node = 0;  // the OS's node number of the P's PU
+};
+
+struct NodeStats : Counters {
+  int node = 0;             // the OS's node number
+  std::vector<int> ps;      // the Ps on this node
+  // Goroutines created by threads without a P (the main goroutine, plain threads, Ms inside
+  // nugo::syscall) that were queued on this node. Not in `created`, which is per P.
+  std::uint64_t created_foreign = 0;
+};
+
+struct Stats {
+  bool valid = false;      // false before the first run()
+  Mode mode = Mode::flat;  // resolved: flat or numa
+  int procs = 0;
+  std::string topology_source;
+  bool emulated = false;
+  int topology_nodes = 0;  // every node of the topology, memory-only ones included
+  Counters totals;         // the sum over ps (and over nodes), key by key
+  std::uint64_t created_foreign = 0;
+  std::vector<NodeStats> nodes;  // nodes with Ps, by node number
+  std::vector<PStats> ps;        // by P id
+};
+
+// A snapshot of the running runtime (approximate while goroutines run: each counter is read
+// once, not all at one instant), or the final counts of the last run() if none runs now.
+Stats stats();
+// The same, as the JSON that NUGO_STATS writes.
+std::string stats_json();
+std::string to_json(const Stats& s);
+
+}  // namespace nugo

@@ -1,0 +1,31 @@
+// What the runtime tells <nugo/numa.hpp> and asks of it: the node view that decides which
+// nodes exist, and the binding of ranges it maps itself (the per-node stack slabs).
+//
+// The view is the published topology while a runtime runs, else this machine's (loaded once,
+// lazily, on the first call that needs it). A published view is never freed: plain threads
+// may still be reading one when the runtime stops and publishes the next, and there is one
+// per run() call, so keeping them all costs little. See numa/src/alloc.cpp.
+#pragma once
+
+#include <cstddef>
+
+#include "nugo/topology.hpp"
+
+namespace nugo::numa::detail {
+
+// Called by the runtime at start with its topology, and at stop with nullptr (back to this
+// machine). t is copied: the caller may destroy it after. With an emulated t, no memory is
+// bound to nodes until the next publish; with verbose, the first allocation says so on stderr
+// (once per process). Calls must not overlap each other (run() serializes them).
+void publish_topology(const nugo::topo::Topology* t, bool verbose);
+
+// Binds the page-aligned range [p, p + bytes) to OS node os_node (MPOL_BIND; pages already
+// touched stay where they are). Returns false with errno set on failure (EINVAL for a node
+// outside the view or a range that is not page-aligned). For an emulated view it binds nothing
+// and returns true.
+bool bind_range(void* p, std::size_t bytes, int os_node);
+
+// The OS node alloc_local would use now for the caller (see <nugo/numa.hpp>).
+int local_node();
+
+}  // namespace nugo::numa::detail
