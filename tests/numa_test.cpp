@@ -174,7 +174,7 @@ TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a ru
   // CPU used while one goroutine computes for 300 ms on one of 2 Ps with a runnext waiting,
   // in each mode. sysmon's own cost is the same in both (it retries the preemption, which is
   // off here, every tick); NUMA mode must not add a spinning thread on top.
-  auto cpu_while_computing = [](Mode mode) {
+  auto cpu_while_computing = [](Mode mode, bool go_on) {
     nugo::Config cfg;
     cfg.topology = "synthetic:pack:2 numa:1 core:2 pu:1";
     cfg.procs = 2;
@@ -183,7 +183,10 @@ TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a ru
     double cpu = 0;
     nugo::run([&] {
       std::atomic<bool> ran{false};
-      nugo::go([&] { ran = true; });  // into this P's runnext
+      if (go_on)
+        nugo::go_on(nugo::this_g::node(), [&] { ran = true; });  // this node's pinned queue
+      else
+        nugo::go([&] { ran = true; });  // into this P's runnext
       auto cpu_seconds = [] {
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
@@ -198,10 +201,16 @@ TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a ru
     }, cfg);
     return cpu;
   };
-  double flat = cpu_while_computing(Mode::flat);
-  double numa = cpu_while_computing(Mode::numa);
+  double flat = cpu_while_computing(Mode::flat, false);
+  double numa = cpu_while_computing(Mode::numa, false);
   INFO("cpu over 0.3 s: flat " << flat << " s, numa " << numa << " s");
   CHECK(numa < flat + 0.15);  // a spinning thread would add ~0.3 s
+  // Review of issue 10, second part: the same for a go_on goroutine waiting for the busy P of
+  // its node, which no other node may take (an earlier design let thieves take it and send it
+  // back, and their re-check spun on it).
+  double pinned = cpu_while_computing(Mode::numa, true);
+  INFO("numa, go_on to the busy node: " << pinned << " s");
+  CHECK(pinned < flat + 0.15);
 }
 
 namespace {

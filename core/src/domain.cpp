@@ -24,14 +24,30 @@ constexpr auto sc = std::memory_order_seq_cst;
 
 // runqsize is written only under the domain lock and read without it as a hint, so the
 // writes are plain stores, not atomic read-modify-writes.
-void globrunqput(Domain* d, G* gp) {
-  d->runq.push_back(gp);
+void globrunqput(Domain* d, G* gp, int node) {
+  d->runq.push_back({gp, static_cast<std::int16_t>(node)});
   d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
 }
 
-void globrunqputbatch(Domain* d, G* const* batch, int n) {
-  d->runq.insert(d->runq.end(), batch, batch + n);
+void globrunqputbatch(Domain* d, G* const* batch, int n, int node) {
+  for (int i = 0; i < n; ++i) d->runq.push_back({batch[i], static_cast<std::int16_t>(node)});
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
+}
+
+void pinnedput(Domain* d, G* gp, int node) {
+  d->pinned.push_back({gp, static_cast<std::int16_t>(node)});
+  d->npinned.store(d->npinned.load(rlx) + 1, rlx);
+}
+
+// Counted as a take of the own domain's global queue (and a move if another node queued it).
+G* pinnedget(Domain* d, P* pp) {
+  if (d->pinned.empty()) return nullptr;
+  Domain::Entry e = d->pinned.front();
+  d->pinned.pop_front();
+  d->npinned.store(d->npinned.load(rlx) - 1, rlx);
+  bump(pp->stats.globrunq_own);
+  if (e.node != pp->node) count_moved_remote(pp, e.node, 1);
+  return e.gp;
 }
 
 // From d's queue (pp's own domain's, or a remote one a thief robs) into pp's ring. Counted
@@ -45,17 +61,16 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
-  if (adopt_node >= 0)  // the Gs of the queue are the lock holder's to change
-    for (int i = 0; i < n; ++i) d->runq[i]->home = static_cast<std::int16_t>(adopt_node);
-  G* gp = d->runq.front();
-  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i], false);
-  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
-  if (d == pp->domain) {
-    bump(pp->stats.globrunq_own);
-  } else {
-    bump(pp->stats.globrunq_remote);
-    count_moved_remote(pp, d->node, n);
+  for (int i = 0; i < n; ++i) {
+    const Domain::Entry& e = d->runq[i];
+    if (adopt_node >= 0) e.gp->home = static_cast<std::int16_t>(adopt_node);  // the lock
+                                                                              // holder's G
+    if (e.node != pp->node) count_moved_remote(pp, e.node, 1);
   }
+  G* gp = d->runq.front().gp;
+  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i].gp, false);
+  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
+  bump(d == pp->domain ? pp->stats.globrunq_own : pp->stats.globrunq_remote);
   return gp;
 }
 
@@ -167,6 +182,13 @@ void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
 // run by sysmon) queues goroutines and timers: its CPU's domain (domain.hpp).
+int thread_node(const Domain* d) {
+  if (d->node >= 0) return d->node;
+  int cpu = sched_getcpu();
+  int n = cpu >= 0 && cpu < static_cast<int>(sched->node_of_cpu.size()) ? sched->node_of_cpu[cpu] : -1;
+  return n >= 0 ? n : sched->allp.front()->node;
+}
+
 Domain* foreign_domain() {
   if (sched->domains.size() == 1) return sched->domains.front().get();
   int cpu = sched_getcpu();

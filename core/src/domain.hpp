@@ -44,9 +44,17 @@ struct Domain {
   int os_node = -1;  // the OS's number for that node; -1 in flat mode
   Lock lock;  // Go's sched.lock, for this domain's lists below
   // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
-  // touches no G (Go links Gs through g.schedlink instead; see core/README.md).
-  std::deque<G*> runq;
+  // touches no G (Go links Gs through g.schedlink instead; see core/README.md). Each entry
+  // also names the node it was queued from, so that a take by a P of another node counts as
+  // a move across nodes (stats.hpp), in flat mode too, where one queue serves every node.
+  struct Entry { G* gp; std::int16_t node; };
+  std::deque<Entry> runq;
   std::atomic<std::int32_t> runqsize{0};
+  // Goroutines go_on placed on this node, not run yet: taken one at a time by this domain's
+  // own Ps and run at once (findrunnable), never moved to a ring, so no thief of another node
+  // ever sees them. npinned is written under the lock, read as a hint without it.
+  std::deque<Entry> pinned;
+  std::atomic<std::int32_t> npinned{0};
   P* pidle = nullptr;
   M* midle = nullptr;
   int nmidle = 0;
@@ -70,8 +78,16 @@ struct Domain {
 };
 
 // The lists. "d locked": the caller holds d->lock.
-void globrunqput(Domain* d, G* gp);                        // d locked
-void globrunqputbatch(Domain* d, G* const* batch, int n);  // d locked
+// The pinned queue (go_on): put, and take one into nothing (the caller runs it). d locked.
+void pinnedput(Domain* d, G* gp, int node);
+G* pinnedget(Domain* d, P* pp);
+// Whether d's own queues (global and pinned) hold work, as a hint or under the lock.
+inline bool domain_queues_nonempty(const Domain* d, std::memory_order order) {
+  return d->runqsize.load(order) > 0 || d->npinned.load(order) > 0;
+}
+// node: the node index of the P (or thread) queueing, for the statistics.
+void globrunqput(Domain* d, G* gp, int node);                        // d locked
+void globrunqputbatch(Domain* d, G* const* batch, int n, int node);  // d locked
 // d locked; takes into pp. A take from another domain's queue (a thief's) sets the home of
 // every G it moves to adopt_node unless that is -1 (NumaPolicy::adopt).
 G* globrunqget(Domain* d, P* pp, int max, int adopt_node = -1);
@@ -90,6 +106,9 @@ void count_moved_remote(P* pp, int from_node, std::uint64_t n);
 void acquirep(P* pp);
 P* releasep();
 
+// The node index the calling thread is on, for the statistics: d's node in NUMA mode, else
+// that of the CPU it runs on (the first P's when it is not a CPU of the topology).
+int thread_node(const Domain* d);
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
 // run by sysmon) queues goroutines and timers: the domain of the CPU it runs on (the first
 // domain whose P that CPU runs, for a folded emulated topology), else the first domain.

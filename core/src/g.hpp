@@ -48,10 +48,7 @@ struct alignas(64) G : Closure {
   // the preemption signal must not stop it there. Per G, not per M, because a runtime call
   // may park and finish on another M. Written only by the G itself; read by the signal
   // handler on the same thread.
-  std::uint8_t locks = 0;
-  // kPinnedStart: made by go_on, not run yet; it must start on a P of its home node (NUMA
-  // mode), and a P of another node that takes it sends it home (schedule, proc.cpp).
-  std::uint8_t flags = 0;
+  std::uint16_t locks = 0;
   // Locks of the thread (std::mutex, a static's initializer) it held when it last switched
   // out; carried to the thread that resumes it (threadlocks.hpp). Zero while running.
   std::int16_t thread_locks = 0;
@@ -67,8 +64,6 @@ struct alignas(64) G : Closure {
 #if !NUGO_ASAN
 static_assert(sizeof(G) == 128, "G should stay two cache lines");
 #endif
-
-inline constexpr std::uint8_t kPinnedStart = 1;
 
 // Gs are allocated in chunks, never one by one, and never freed while the runtime runs:
 // dead ones are recycled through the free lists (gfput/gfget).

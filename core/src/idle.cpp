@@ -46,7 +46,7 @@ void checkdead() {
   lock_all_domains();  // a program blocked across every domain is one deadlock
   bool dead = idle_ms_everywhere() + 1 == sched->mcount.load() && !sched->foreign_seen.load() &&
               !netpoll_any_waiters();
-  for (const auto& d : sched->domains) dead = dead && d->runqsize.load() == 0;
+  for (const auto& d : sched->domains) dead = dead && !domain_queues_nonempty(d.get(), sc);
   for (const auto& p : sched->allp) dead = dead && nexttimer(p.get()) == 0 && runqempty(p.get());
   if (!dead) {
     unlock_all_domains();
@@ -262,13 +262,15 @@ void resetspinning(M* m) {
 // After giving up its P, a former spinner looks at every queue once more (the StoreLoad
 // half of the protocol) and takes an idle P back if it sees work.
 P* check_runqs_no_p(Domain* d) {
-  bool work = d->runqsize.load(sc) > 0;
+  bool work = domain_queues_nonempty(d, sc);
   for (P* p : d->ps) work = work || !runqempty(p);
-  // And what its thieves would take from the other domains: their global queues and rings,
-  // not a runnext (steal_remote never takes one; counting it here would have a spinner
-  // retake its P and spin again for as long as a busy remote P holds a runnext).
+  // And what its thieves would take from the other domains (steal_remote, the same rules):
+  // their global queues and rings, not a runnext nor a pinned queue, and nothing of a domain
+  // whose own spinner is on its way. Counting more would have a spinner retake its P and spin
+  // again for as long as that work stays where it is.
   for (const std::vector<Domain*>& group : d->remote)
     for (const Domain* r : group) {
+      if (r->nmspinning.load(sc) > 0) continue;  // that spinner re-checks r itself
       work = work || r->runqsize.load(sc) > 0;
       for (P* p : r->ps) work = work || runq_ring_nonempty(p);
     }
@@ -367,12 +369,16 @@ void wakep_nearest_idle(Domain* d) {
       if (r->npidle.load(sc) > 0) return wake_spinner(r, true);
 }
 
+void wakep_home(Domain* d, int from_node) {
+  if (d->npidle.load(sc) > 0) wake_spinner(d, from_node != d->node);
+}
+
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M
 // in a syscall (sysmon's retake, entersyscallblock), an exiting M. Start an M on it if
 // there is work for it, else put it on the idle list (Go's handoffp).
 void handoffp(P* pp) {
   Domain* d = pp->domain;
-  if (!runqempty(pp) || d->runqsize.load(sc) > 0 || nexttimer(pp) != 0) {
+  if (!runqempty(pp) || domain_queues_nonempty(d, sc) || nexttimer(pp) != 0) {
     startm(pp, false);  // its timers need an M too: the poller may not know of them
     return;
   }
@@ -390,7 +396,7 @@ void handoffp(P* pp) {
     return;
   }
   d->lock.lock();
-  if (d->runqsize.load(rlx) > 0) {
+  if (domain_queues_nonempty(d, rlx)) {
     d->lock.unlock();
     startm(pp, false);
     return;

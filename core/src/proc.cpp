@@ -47,13 +47,15 @@ namespace {
 // Foreign threads (no M) may call go(), goready() and WaitGroup::done() while run() is
 // returning. A foreign call counts itself in before it reads the instance; run_main
 // unpublishes the instance, then waits for the count to drain before deleting it.
-// enter_foreign returns the instance (and marks it foreign_seen) or nullptr, counted out again.
-Sched* enter_foreign() {
+// enter_foreign returns the instance (and, with mark, marks it foreign_seen) or nullptr,
+// counted out again. A call that only reads (stats, validating go_on's node) does not mark:
+// such a thread will not wake a goroutine through it.
+Sched* enter_foreign(bool mark = true) {
   foreign_calls.fetch_add(1, std::memory_order_seq_cst);
   Sched* s = foreign_sched.load(std::memory_order_seq_cst);
   // An M calling from inside nugo::syscall has no P and takes this path too, but it is no
   // foreign thread: its G is accounted for (in a syscall), so deadlock detection stays on.
-  if (s && !starting_runtime && !tls_m)
+  if (s && mark && !starting_runtime && !tls_m)
     s->foreign_seen.store(true, std::memory_order_relaxed);
   else if (!s)
     foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
@@ -64,8 +66,8 @@ void leave_foreign() { foreign_calls.fetch_sub(1, std::memory_order_seq_cst); }
 
 class ForeignCall {
  public:
-  ForeignCall() {
-    if (!enter_foreign())
+  explicit ForeignCall(bool mark = true) {
+    if (!enter_foreign(mark))
       throw std::logic_error("nugo: the runtime is not running (call go within nugo::run)");
   }
   ~ForeignCall() { leave_foreign(); }
@@ -265,8 +267,9 @@ Next gosched_m(M* m, G* gp) {
   gp->status.store(GStatus::runnable, rlx);
   bool local_work = !runqempty(pp) || nexttimer(pp) != 0;
   d->lock.lock();
-  globrunqput(d, gp);
-  G* next = local_work ? nullptr : globrunqget(pp, 0);
+  globrunqput(d, gp, pp->node);
+  G* next = nullptr;
+  if (!local_work && !(next = pinnedget(d, pp))) next = globrunqget(pp, 0);
   d->lock.unlock();
   return {next, false};
 }
@@ -334,9 +337,10 @@ top:
 
   // Fairness: two goroutines readying each other through runnext would otherwise keep the
   // global queue waiting forever.
-  if (pp->schedtick.load(rlx) % kGlobalQueueTick == 0 && d->runqsize.load(rlx) > 0) {
+  if (pp->schedtick.load(rlx) % kGlobalQueueTick == 0 && domain_queues_nonempty(d, rlx)) {
     d->lock.lock();
-    G* gp = globrunqget(pp, 1);
+    G* gp = pinnedget(d, pp);
+    if (!gp) gp = globrunqget(pp, 1);
     d->lock.unlock();
     if (gp) return gp;
   }
@@ -347,8 +351,9 @@ top:
       // treated as preempted: to the global queue, and a new slice for whatever runs next.
       gp->status.store(GStatus::runnable, rlx);
       d->lock.lock();
-      globrunqput(d, gp);
+      globrunqput(d, gp, pp->node);
       d->lock.unlock();
+      bump(pp->stats.preemptions);
       pp->preempt.store(false, rlx);
       pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
       goto top;
@@ -356,9 +361,10 @@ top:
     *inherit_time = inherit;
     return gp;
   }
-  if (d->runqsize.load(rlx) > 0) {
+  if (domain_queues_nonempty(d, rlx)) {  // go_on's first: placed, and run by nobody else
     d->lock.lock();
-    G* gp = globrunqget(pp, 0);
+    G* gp = pinnedget(d, pp);
+    if (!gp) gp = globrunqget(pp, 0);
     d->lock.unlock();
     if (gp) return gp;
   }
@@ -387,8 +393,9 @@ top:
   // Nothing anywhere: give the P back. The global queue is re-checked under the same lock
   // that submitters from foreign threads take, so their wakep sees this P idle.
   d->lock.lock();
-  if (d->runqsize.load(rlx) > 0) {
-    G* gp = globrunqget(pp, 0);
+  if (domain_queues_nonempty(d, rlx)) {
+    G* gp = pinnedget(d, pp);
+    if (!gp) gp = globrunqget(pp, 0);
     d->lock.unlock();
     return gp;
   }
@@ -426,6 +433,7 @@ void record_g0_stack([[maybe_unused]] M* m) {
 }  // namespace
 
 bool enter_runtime_foreign() { return enter_foreign() != nullptr; }
+bool enter_runtime_to_read() { return enter_foreign(false) != nullptr; }
 void leave_runtime_foreign() { leave_foreign(); }
 
 void note_foreign_thread() {
@@ -453,21 +461,6 @@ void check_lock_rule() {
 
 namespace {
 
-// A G made by go_on starts on a P of its home node: on another node's P it goes to its
-// home's global queue instead, and a P there is woken for it. True: run it here.
-bool start_pinned(P* pp, G* gp) {
-  Domain* home = home_domain(gp);
-  if (!home || home == pp->domain) {
-    gp->flags &= static_cast<std::uint8_t>(~kPinnedStart);
-    return true;
-  }
-  home->lock.lock();
-  globrunqput(home, gp);
-  home->lock.unlock();
-  wakep_nearest_idle(home);
-  return false;
-}
-
 // Go's schedule(), as a loop: find a G, run it, repeat. An mcall function may name the G to
 // run next (park_m's change of mind, gosched_m's batch from the global queue).
 void schedule(M* m) {
@@ -487,12 +480,6 @@ void schedule(M* m) {
       startlockedm(m, next.gp);
       next = {};
       continue;  // findrunnable sleeps without a P until one is handed back
-    }
-    if (next.gp->flags & kPinnedStart) [[unlikely]] {
-      if (!start_pinned(m->p, next.gp)) {
-        next = {};
-        continue;
-      }
     }
     next = execute(m, next.gp, next.inherit_time);
     if (m->exiting) {  // its locked G exited
@@ -567,20 +554,21 @@ void freeg_unstarted(Closure* c) {
 namespace {
 
 // Queues gp on domain d's global queue and wakes a P for it (from a thread without a P, or
-// for a goroutine headed to another node).
-void globrunqput_wake(Domain* d, G* gp) {
+// for a goroutine headed to another node). node: where it is queued from (globrunqput).
+void globrunqput_wake(Domain* d, G* gp, int node) {
   d->lock.lock();
-  globrunqput(d, gp);
+  globrunqput(d, gp, node);
   d->lock.unlock();
   wakep(d);
 }
 
-// The node index a thread without a P is on: that of its CPU, else the first P's.
-std::int16_t foreign_node(const Domain* d) {
-  if (d->node >= 0) return static_cast<std::int16_t>(d->node);
-  int cpu = sched_getcpu();
-  int n = cpu >= 0 && cpu < static_cast<int>(sched->node_of_cpu.size()) ? sched->node_of_cpu[cpu] : -1;
-  return static_cast<std::int16_t>(n >= 0 ? n : sched->allp.front()->node);
+// Queues gp, which go_on placed on d's node, on d's pinned queue, and wakes a P of d for it:
+// no other node may take it, so none is woken (wakep_home).
+void pinnedput_wake(Domain* d, G* gp, int node) {
+  d->lock.lock();
+  pinnedput(d, gp, node);
+  d->lock.unlock();
+  wakep_home(d, node);
 }
 
 // Makes gp runnable. node: its home (a node index) for go_on, or -1 for the creator's node.
@@ -589,20 +577,12 @@ void newproc1(G* gp, int node) {
   P* pp = m ? m->p : nullptr;
   gp->status.store(GStatus::runnable, rlx);
   gp->locks = 1;  // until gentry has finished switching in
-  gp->flags = 0;
+  bool placed = node >= 0 && sched->domains.size() > 1;  // go_on in NUMA mode
   if (pp) {
     gp->goid = next_goid(pp);
     bump(pp->stats.created);
-    gp->home = node >= 0 ? static_cast<std::int16_t>(node) : pp->node;
-    Domain* home = pp->domain;
-    if (node >= 0 && sched->domains.size() > 1) {  // go_on in NUMA mode: placed
-      gp->flags = kPinnedStart;  // even on our node: a remote thief may take it from our ring
-      home = home_domain(gp);
-    }
-    if (home != pp->domain) {
-      globrunqput_wake(home, gp);
-      return;
-    }
+    gp->home = static_cast<std::int16_t>(node >= 0 ? node : pp->node);
+    if (placed) return pinnedput_wake(home_domain(gp), gp, pp->node);
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
     wakep(pp->domain);
     return;
@@ -610,13 +590,15 @@ void newproc1(G* gp, int node) {
   ForeignCall call;
   gp->goid = sched->goidgen.fetch_add(1, rlx) + 1;
   Domain* d = foreign_domain();
-  gp->home = node >= 0 ? static_cast<std::int16_t>(node) : foreign_node(d);
-  if (node >= 0 && sched->domains.size() > 1) {
+  int here = thread_node(d);
+  gp->home = static_cast<std::int16_t>(node >= 0 ? node : here);
+  if (placed) {
     d = home_domain(gp);
-    gp->flags = kPinnedStart;
+    d->created_foreign.fetch_add(1, rlx);
+    return pinnedput_wake(d, gp, here);
   }
   d->created_foreign.fetch_add(1, rlx);
-  globrunqput_wake(d, gp);
+  globrunqput_wake(d, gp, here);
 }
 
 }  // namespace
@@ -630,7 +612,7 @@ void newproc(Closure* c) {
 int go_on_node(int os_node) {
   NoPreempt np;
   std::optional<ForeignCall> call;  // a thread without an M: the instance must stay
-  if (!getm()) call.emplace();
+  if (!getm()) call.emplace(false);
   const Sched* s = sched;
   const topo::Topology& t = s->topology;
   std::string valid;
@@ -681,7 +663,7 @@ void injectglist(G** gl, int n) {
     for (int i = 0; i < n; ++i) {
       Domain* home = home_domain(gl[i]);
       if (home && home != d)
-        globrunqput_wake(home, gl[i]);
+        globrunqput_wake(home, gl[i], pp ? pp->node : thread_node(d));
       else
         gl[kept++] = gl[i];
     }
@@ -691,7 +673,7 @@ void injectglist(G** gl, int n) {
   int nglobal = pp ? std::min(n, static_cast<int>(d->npidle.load(sc))) : n;
   if (nglobal > 0) {
     d->lock.lock();
-    globrunqputbatch(d, gl, nglobal);
+    globrunqputbatch(d, gl, nglobal, pp ? pp->node : thread_node(d));
     d->lock.unlock();
     for (int i = 0; i < nglobal && d->npidle.load(sc) > 0; ++i) startm(d, false);
     if (d->npidle.load(sc) == 0) wakep(d);  // NUMA mode: a spinner from the nearest idle node
@@ -708,7 +690,7 @@ void goready(G* gp) {
     if (sched->ready_home) [[unlikely]] {
       // ready=home: a goroutine of another node goes back there, not to the waker's P.
       if (Domain* home = home_domain(gp); home && home != pp->domain) {
-        globrunqput_wake(home, gp);
+        globrunqput_wake(home, gp, pp->node);
         return;
       }
     }
@@ -718,9 +700,9 @@ void goready(G* gp) {
   }
   ForeignCall call;
   ready_status(gp);
-  Domain* d = nullptr;
-  if (sched->ready_home) d = home_domain(gp);
-  globrunqput_wake(d ? d : foreign_domain(), gp);
+  Domain* here = foreign_domain();
+  Domain* d = sched->ready_home ? home_domain(gp) : nullptr;
+  globrunqput_wake(d ? d : here, gp, thread_node(here));
 }
 
 void gosched() { mcall(gosched_m); }

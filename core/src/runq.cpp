@@ -35,7 +35,7 @@ bool runqputslow(P* pp, G* gp, std::uint32_t head, std::uint32_t tail) {
   batch[n] = gp;
   Domain* d = pp->domain;
   d->lock.lock();
-  globrunqputbatch(d, batch, n + 1);
+  globrunqputbatch(d, batch, n + 1, pp->node);
   d->lock.unlock();
   return true;
 }

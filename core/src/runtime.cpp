@@ -258,7 +258,13 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   signals::install_handlers();
   // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
   numa::detail::publish_topology(&topology, cfg.debug_numa);
-  sched = new Sched(cfg, std::move(topology));
+  try {
+    sched = new Sched(cfg, std::move(topology));
+  } catch (...) {
+    numa::detail::publish_topology(nullptr, false);
+    if (stats_file && stats_file != stderr) std::fclose(stats_file);
+    throw;
+  }
   sched->stats_file = stats_file;
   preempt::init(cfg);
   try {

@@ -137,6 +137,10 @@ void wakep(Domain* d);
 // wakep without its test for stealable work: for a new timer, which a spinner of another
 // node runs (steal_remote) or sleeps for (the poller), and for a preempted G.
 void wakep_nearest_idle(Domain* d);
+// A spinner in d if d has an idle P, and nobody else: for work only d's Ps may take (go_on's
+// pinned queue). from_node: the node index of the submitter (a wake from another node counts
+// as wakeups_cross_node).
+void wakep_home(Domain* d, int from_node);
 void startm(P* pp, bool spinning);
 // cross_node: woken for work queued in another domain (counted as wakeups_cross_node).
 void startm(Domain* d, bool spinning, bool cross_node = false);
@@ -158,6 +162,8 @@ void note_foreign_thread();
 // runtime runs, and then it stays until leave_runtime_foreign(). Marks foreign_seen.
 bool enter_runtime_foreign();
 void leave_runtime_foreign();
+// The same for a thread that only reads the instance (nugo::stats): not marked foreign_seen.
+bool enter_runtime_to_read();
 // Go's goyield: like gosched, but to the tail of the local run queue.
 void goyield();
 // Go's gopreempt_m, from the running G: to the global run queue (preempt.cpp).

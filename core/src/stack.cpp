@@ -82,8 +82,10 @@ void StackPool::new_slab() {
           std::strerror(errno));
   // With THP set to "always", touching one stack's top page could fault in 2 MiB.
   madvise(base, bytes, MADV_NOHUGEPAGE);
-  // Bound before any page is touched: every stack page is then allocated on the node.
-  if (os_node_ >= 0 && !numa::detail::bind_range(base, bytes, os_node_)) {
+  // Bound before any page is touched: every stack page is then allocated on the node while
+  // it has memory (preferred, not strict: a full node must not turn a stack fault into the
+  // OOM killer).
+  if (os_node_ >= 0 && !numa::detail::bind_range(base, bytes, os_node_, /*strict=*/false)) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
       std::fprintf(stderr, "nugo: cannot bind goroutine stacks to node %d (%s); they are "

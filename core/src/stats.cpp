@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <mutex>
 
-#include "preempt.hpp"
 #include "proc.hpp"
 #include "timer.hpp"
 
@@ -122,14 +121,10 @@ void save_final_stats(const Sched& s) {
 
 Stats stats() {
   using namespace detail;
-  if (getm()) {  // on an M the instance cannot go away under us
-    NoPreempt guard;  // allocates: fine, but the P read must stay ours
+  if (getm()) return snapshot(*sched);  // on an M the instance cannot go away under us
+  if (enter_runtime_to_read()) {
+    struct Leave { ~Leave() { leave_runtime_foreign(); } } leave;  // even if snapshot throws
     return snapshot(*sched);
-  }
-  if (enter_runtime_foreign()) {
-    Stats s = snapshot(*sched);
-    leave_runtime_foreign();
-    return s;
   }
   std::lock_guard lock(final_mutex);
   return final_stats;

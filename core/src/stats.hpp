@@ -12,7 +12,7 @@
 
 namespace nugo::detail {
 
-struct PCounters {
+struct alignas(64) PCounters {  // on lines of their own: only the owner writes them
   using Counter = std::atomic<std::uint64_t>;
   Counter created{0}, runs{0}, runs_home{0}, runs_away{0}, steals_same_node{0},
       steals_remote{0}, moved_same_node{0}, moved_remote{0}, globrunq_own{0},

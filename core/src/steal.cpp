@@ -57,12 +57,14 @@ int remote_batch(int size) {
 // whose Ps are all idle fire when a thief from another node passes.
 G* steal_remote(M* m, P* pp, std::int64_t now) {
   if (pp->domain->remote.empty()) return nullptr;
+  bool may_rob = true;
   if (sched->remote_delay_ns > 0) {
     // Rob another node only once this P has found nothing for remote_delay: work may be
-    // about to appear on its own node, and a goroutine moved away loses its memory.
+    // about to appear on its own node, and a goroutine moved away loses its memory. Until
+    // then the thief spins, as any spinning M does (numa/README.md, "Policies").
     if (now == 0) now = nanotime();
     if (pp->nowork_since == 0) pp->nowork_since = now;
-    if (now - pp->nowork_since < sched->remote_delay_ns) return nullptr;
+    may_rob = now - pp->nowork_since >= sched->remote_delay_ns;
   }
   int adopt_node = sched->adopt ? pp->node : -1;
   for (const std::vector<Domain*>& group : pp->domain->remote) {
@@ -72,15 +74,13 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
       Domain* r = group[(first + k) % group.size()];
       // A node with a spinning M of its own is about to take its work itself (a submitter
       // there woke it): robbing it now would move the work away from its node for nothing.
-      if (r->nmspinning.load(rlx) > 0) continue;
+      // (check_runqs_no_p applies the same rules.) Its due timers run regardless: firing a
+      // timer moves nothing.
+      bool rob = may_rob && r->nmspinning.load(rlx) == 0;
       probe(pp, r, nullptr);
-      if (int size = r->runqsize.load(rlx); size > 0) {
+      if (int size = r->runqsize.load(rlx); rob && size > 0) {
         r->lock.lock();
-        // A G that go_on placed there must start there: leave the queue to r's own Ps
-        // while one heads it (one further in is sent home by schedule, if taken).
-        G* gp = !r->runq.empty() && !(r->runq.front()->flags & kPinnedStart)
-                    ? globrunqget(r, pp, remote_batch(size), adopt_node)
-                    : nullptr;
+        G* gp = globrunqget(r, pp, remote_batch(size), adopt_node);
         r->lock.unlock();
         if (gp) return gp;
       }
@@ -92,7 +92,7 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
           if (checktimers(victim, now) > 0)
             if (G* gp = runqget(pp).gp) return gp;
         }
-        if (victim->status.load(rlx) == PStatus::idle) continue;
+        if (!rob || victim->status.load(rlx) == PStatus::idle) continue;
         if (G* gp = steal_from(pp, victim, false, sched->remote_take, adopt_node)) return gp;
       }
     }

@@ -56,7 +56,7 @@ Next exitsyscall0(M* m, G* gp) {
   Domain* d = m->domain;
   d->lock.lock();
   P* pp = pidleget(d);
-  if (!pp) globrunqput(d, gp);
+  if (!pp) globrunqput(d, gp, thread_node(d));
   d->lock.unlock();
   if (pp) {
     acquirep(pp);

@@ -419,7 +419,7 @@ void publish_topology(const topo::Topology* t, bool verbose) {
   g_published.store(view, std::memory_order_release);
 }
 
-bool bind_range(void* p, std::size_t bytes, int os_node) {
+bool bind_range(void* p, std::size_t bytes, int os_node, bool strict) {
   const View& v = current_view();
   if (!v.has(os_node) || reinterpret_cast<std::uintptr_t>(p) % page_size() != 0) {
     errno = EINVAL;
@@ -430,7 +430,8 @@ bool bind_range(void* p, std::size_t bytes, int os_node) {
     return true;
   }
   const NodeMask mask = mask_of({os_node});
-  return mbind(p, bytes, MPOL_BIND, mask.words.data(), mask.maxnode(), 0) == 0;
+  return mbind(p, bytes, strict ? MPOL_BIND : MPOL_PREFERRED, mask.words.data(), mask.maxnode(),
+               0) == 0;
 }
 
 int local_node() { return local_node_in(current_view()); }

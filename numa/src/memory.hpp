@@ -19,11 +19,13 @@ namespace nugo::numa::detail {
 // (once per process). Calls must not overlap each other (run() serializes them).
 void publish_topology(const nugo::topo::Topology* t, bool verbose);
 
-// Binds the page-aligned range [p, p + bytes) to OS node os_node (MPOL_BIND; pages already
-// touched stay where they are). Returns false with errno set on failure (EINVAL for a node
-// outside the view or a range that is not page-aligned). For an emulated view it binds nothing
-// and returns true.
-bool bind_range(void* p, std::size_t bytes, int os_node);
+// Binds the page-aligned range [p, p + bytes) to OS node os_node (pages already touched stay
+// where they are): strictly (MPOL_BIND: a full node fails the fault, which for memory the
+// kernel faults in on touch means the OOM killer) or as a preference (MPOL_PREFERRED: another
+// node when os_node is full; what goroutine stacks use). Returns false with errno set on
+// failure (EINVAL for a node outside the view or a range that is not page-aligned). For an
+// emulated view it binds nothing and returns true.
+bool bind_range(void* p, std::size_t bytes, int os_node, bool strict = true);
 
 // The OS node alloc_local would use now for the caller (see <nugo/numa.hpp>).
 int local_node();
