@@ -86,7 +86,7 @@ TEST_CASE("overflow moves half the ring plus the new G to the global queue in on
   CHECK(tp.domain.runqsize.load() == static_cast<int>(kRunqSize / 2 + 1));
   // Order is kept: the oldest half went first, then the new G.
   std::vector<G*> global;
-  for (const auto& e : tp.domain.runq) global.push_back(e.gp);
+  for (const auto& e : tp.domain.runq) global.push_back(e.gp());
   REQUIRE(global.size() == kRunqSize / 2 + 1);
   for (std::uint32_t i = 0; i < kRunqSize / 2; ++i) CHECK(global[i] == &gs[i]);
   CHECK(global.back() == &gs[kRunqSize]);
@@ -164,6 +164,6 @@ TEST_CASE("concurrent thieves and the owner lose and duplicate nothing", "[runq]
   done = true;
   a.join();
   b.join();
-  for (const auto& e : owner.domain.runq) ++seen[e.gp - gs.data()];
+  for (const auto& e : owner.domain.runq) ++seen[e.gp() - gs.data()];
   for (int i = 0; i < kN; ++i) REQUIRE(seen[i].load() == 1);
 }

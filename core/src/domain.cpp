@@ -25,17 +25,17 @@ constexpr auto sc = std::memory_order_seq_cst;
 // runqsize is written only under the domain lock and read without it as a hint, so the
 // writes are plain stores, not atomic read-modify-writes.
 void globrunqput(Domain* d, G* gp, int node) {
-  d->runq.push_back({gp, static_cast<std::int16_t>(node)});
+  d->runq.emplace_back(gp, node);
   d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
 }
 
 void globrunqputbatch(Domain* d, G* const* batch, int n, int node) {
-  for (int i = 0; i < n; ++i) d->runq.push_back({batch[i], static_cast<std::int16_t>(node)});
+  for (int i = 0; i < n; ++i) d->runq.emplace_back(batch[i], node);
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
 void pinnedput(Domain* d, G* gp, int node) {
-  d->pinned.push_back({gp, static_cast<std::int16_t>(node)});
+  d->pinned.emplace_back(gp, node);
   d->npinned.store(d->npinned.load(rlx) + 1, rlx);
 }
 
@@ -46,8 +46,8 @@ G* pinnedget(Domain* d, P* pp) {
   d->pinned.pop_front();
   d->npinned.store(d->npinned.load(rlx) - 1, rlx);
   bump(pp->stats.globrunq_own);
-  if (e.node != pp->node) count_moved_remote(pp, e.node, 1);
-  return e.gp;
+  if (e.node() != pp->node) count_moved_remote(pp, e.node(), 1);
+  return e.gp();
 }
 
 // From d's queue (pp's own domain's, or a remote one a thief robs) into pp's ring. Counted
@@ -63,12 +63,12 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   d->runqsize.store(size - n, rlx);
   for (int i = 0; i < n; ++i) {
     const Domain::Entry& e = d->runq[i];
-    if (adopt_node >= 0) e.gp->home = static_cast<std::int16_t>(adopt_node);  // the lock
-                                                                              // holder's G
-    if (e.node != pp->node) count_moved_remote(pp, e.node, 1);
+    if (adopt_node >= 0) [[unlikely]]  // the lock holder's G to change
+      e.gp()->home = static_cast<std::int16_t>(adopt_node);
+    if (e.node() != pp->node) [[unlikely]] count_moved_remote(pp, e.node(), 1);
+    if (i > 0) runqput(pp, e.gp(), false);
   }
-  G* gp = d->runq.front().gp;
-  for (int i = 1; i < n; ++i) runqput(pp, d->runq[i].gp, false);
+  G* gp = d->runq.front().gp();
   d->runq.erase(d->runq.begin(), d->runq.begin() + n);
   bump(d == pp->domain ? pp->stats.globrunq_own : pp->stats.globrunq_remote);
   return gp;

@@ -47,7 +47,21 @@ struct Domain {
   // touches no G (Go links Gs through g.schedlink instead; see core/README.md). Each entry
   // also names the node it was queued from, so that a take by a P of another node counts as
   // a move across nodes (stats.hpp), in flat mode too, where one queue serves every node.
-  struct Entry { G* gp; std::int16_t node; };
+  // The node rides in the top 16 bits of the pointer, which user-space addresses on x86-64
+  // leave zero (new_gchunk checks): an entry stays 8 bytes, and the queue as cheap as Go's.
+  // (A 16-byte entry cost yield_ping 13%: half as many entries per deque block.)
+  class Entry {
+   public:
+    Entry(G* gp, int node)
+        : bits_(reinterpret_cast<std::uintptr_t>(gp) |
+                static_cast<std::uintptr_t>(static_cast<std::uint16_t>(node)) << kShift) {}
+    G* gp() const { return reinterpret_cast<G*>(bits_ & ((std::uintptr_t{1} << kShift) - 1)); }
+    int node() const { return static_cast<std::int16_t>(bits_ >> kShift); }
+    static constexpr int kShift = 48;
+
+   private:
+    std::uintptr_t bits_;
+  };
   std::deque<Entry> runq;
   std::atomic<std::int32_t> runqsize{0};
   // Goroutines go_on placed on this node, not run yet: taken one at a time by this domain's

@@ -212,8 +212,8 @@ Next execute(M* m, G* gp, bool inherit_time) {
   P* pp = m->p;
   m->curg = gp;
   gp->status.store(GStatus::running, rlx);
-  bump(pp->stats.runs);
-  bump(gp->home == pp->node ? pp->stats.runs_home : pp->stats.runs_away);
+  bump(pp->stats.runs);  // runs_home is runs - runs_away, made at snapshot time
+  if (gp->home != pp->node) [[unlikely]] bump(pp->stats.runs_away);
   if (pp->nowork_since) [[unlikely]] pp->nowork_since = 0;  // it has work (remote_delay)
   if (!inherit_time) {  // a new time slice
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
@@ -269,7 +269,8 @@ Next gosched_m(M* m, G* gp) {
   d->lock.lock();
   globrunqput(d, gp, pp->node);
   G* next = nullptr;
-  if (!local_work && !(next = pinnedget(d, pp))) next = globrunqget(pp, 0);
+  if (!local_work && !(d->npinned.load(rlx) > 0 && (next = pinnedget(d, pp))))
+    next = globrunqget(pp, 0);
   d->lock.unlock();
   return {next, false};
 }

@@ -204,6 +204,8 @@ G* Sched::new_gchunk(Domain* d) {
     } catch (const std::exception& e) {
       fatal("cannot allocate goroutine descriptors: %s", e.what());
     }
+    if (reinterpret_cast<std::uintptr_t>(mem) + bytes > std::uintptr_t{1} << Domain::Entry::kShift)
+      fatal("goroutine descriptors at %p: above the 48-bit addresses run queues can tag", mem);
     gslabs.push_back({mem, bytes, on_node});
     d->gslab_next = static_cast<G*>(mem);
     d->gslab_end = d->gslab_next + std::size_t{kGSlabChunks} * kGChunk;

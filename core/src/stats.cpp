@@ -12,6 +12,7 @@ namespace nugo {
 
 Counters& Counters::operator+=(const Counters& o) {
   for (const detail::CounterKey& k : detail::kCounterKeys) this->*k.total += o.*k.total;
+  runs_home += o.runs_home;
   idle_ns += o.idle_ns;
   for (auto [distance, n] : o.moved_remote_by_distance) moved_remote_by_distance[distance] += n;
   return *this;
@@ -40,6 +41,7 @@ Stats snapshot(const Sched& s) {
     p.p = pp->id;
     p.node = s.topology.nodes[pp->node].os_index;
     for (const CounterKey& k : kCounterKeys) p.*k.total = (c.*k.per_p).load(rlx);
+    p.runs_home = p.runs - p.runs_away;
     p.idle_ns = c.idle_ns.load(rlx);
     if (std::int64_t since = c.idle_since.load(rlx); since != 0 && now > since) p.idle_ns += now - since;
     for (std::size_t k = 0; k < s.distances.size(); ++k)
@@ -69,8 +71,10 @@ Stats snapshot(const Sched& s) {
 }
 
 void append_counters(std::string& j, const Counters& c) {
-  for (const CounterKey& k : kCounterKeys)
+  for (const CounterKey& k : kCounterKeys) {
     j += '"' + std::string(k.name) + "\": " + std::to_string(c.*k.total) + ", ";
+    if (k.total == &Counters::runs) j += "\"runs_home\": " + std::to_string(c.runs_home) + ", ";
+  }
   j += "\"idle_ns\": " + std::to_string(c.idle_ns) + ", ";
   j += "\"moved_remote_by_distance\": {";
   bool first = true;

@@ -14,7 +14,8 @@ namespace nugo::detail {
 
 struct alignas(64) PCounters {  // on lines of their own: only the owner writes them
   using Counter = std::atomic<std::uint64_t>;
-  Counter created{0}, runs{0}, runs_home{0}, runs_away{0}, steals_same_node{0},
+  // runs_home is not kept: it is runs - runs_away (one counter less on the switch path).
+  Counter created{0}, runs{0}, runs_away{0}, steals_same_node{0},
       steals_remote{0}, moved_same_node{0}, moved_remote{0}, globrunq_own{0},
       globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0};
   std::atomic<std::int64_t> idle_ns{0};
@@ -33,7 +34,6 @@ struct CounterKey {
 inline constexpr CounterKey kCounterKeys[] = {
     {"created", &Counters::created, &PCounters::created},
     {"runs", &Counters::runs, &PCounters::runs},
-    {"runs_home", &Counters::runs_home, &PCounters::runs_home},
     {"runs_away", &Counters::runs_away, &PCounters::runs_away},
     {"steals_same_node", &Counters::steals_same_node, &PCounters::steals_same_node},
     {"steals_remote", &Counters::steals_remote, &PCounters::steals_remote},
