@@ -36,6 +36,7 @@ struct alignas(64) P {
   // The node of this P's PU (an index into the topology's nodes), in every mode: flat mode
   // has no domain per node, but its Ps still sit on nodes, and the statistics say where.
   std::int16_t node = 0;
+  std::int16_t stack_pool = 0;  // its domain's id, whose StackPool its stack cache holds
   M* m = nullptr;         // the M it is attached to, if running
   P* link = nullptr;      // idle P list
   // Schedules that did not inherit a time slice, and system calls: written by the owner
@@ -45,6 +46,9 @@ struct alignas(64) P {
   // Set by sysmon when the current slice is over: the running G is to be preempted, and a G
   // taken from runnext does not inherit the slice. Cleared when a new slice starts.
   std::atomic<bool> preempt{false};
+  // Scheduler statistics (stats.hpp): written by the owner only, read by snapshots. Here,
+  // beside schedtick, so that counting a run dirties no cache line execute does not already.
+  PCounters stats;
   // What sysmon saw last (sysmon.cpp; only sysmon touches it).
   struct SysmonTick {
     std::uint32_t schedtick = 0;
@@ -81,9 +85,6 @@ struct alignas(64) P {
   // goroutine since it last looked). A thief robs another node only once this is older than
   // NumaPolicy::remote_delay (steal.cpp). Owner only.
   std::int64_t nowork_since = 0;
-
-  // Scheduler statistics (stats.hpp): written by the owner only, read by snapshots.
-  PCounters stats;
 };
 
 // Run queue operations, named as in Go's proc.go.

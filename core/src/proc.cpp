@@ -120,7 +120,7 @@ Stack stackalloc(P* pp) {
 
 void stackfree(P* pp, const Stack& s) {
   FreeStack* f = StackPool::to_free(s);
-  if (s.pool != pp->domain->id) [[unlikely]] {  // it lives on another node: back home
+  if (s.pool != pp->stack_pool) [[unlikely]] {  // it lives on another node: back home
     sched->domains[s.pool]->stacks->put_batch(&f, 1);
     return;
   }

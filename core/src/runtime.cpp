@@ -74,6 +74,7 @@ Sched::Sched(const Config& c, topo::Topology t)
     for (std::size_t k = 0; k < dp.ps.size(); ++k) {
       P* pp = allp[dp.ps[k]].get();
       pp->domain = d.get();
+      pp->stack_pool = static_cast<std::int16_t>(d->id);
       pp->node = static_cast<std::int16_t>(topology.pus[dp.pus[k]].node);
       d->ps.push_back(pp);
     }

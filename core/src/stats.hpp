@@ -12,10 +12,11 @@
 
 namespace nugo::detail {
 
-struct alignas(64) PCounters {  // on lines of their own: only the owner writes them
+struct PCounters {
   using Counter = std::atomic<std::uint64_t>;
-  // runs_home is not kept: it is runs - runs_away (one counter less on the switch path).
-  Counter created{0}, runs{0}, runs_away{0}, steals_same_node{0},
+  // The three every switch or spawn writes come first: P places them on the cache line that
+  // execute writes anyway (schedtick). runs_home is not kept: it is runs - runs_away.
+  Counter runs{0}, runs_away{0}, created{0}, steals_same_node{0},
       steals_remote{0}, moved_same_node{0}, moved_remote{0}, globrunq_own{0},
       globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0};
   std::atomic<std::int64_t> idle_ns{0};
