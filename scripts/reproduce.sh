@@ -4,8 +4,9 @@
 #   scripts/reproduce.sh           full run (5 repetitions, medians; a few minutes)
 #   scripts/reproduce.sh --quick   one short repetition of everything (a smoke test)
 # Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/, and
-# results/numa/ (NUMA mode against flat mode on an emulated 2-node machine: scheduler
-# decisions, not memory speed). Later issues grow this into the paper's experiment pipeline.
+# results/numa/ (NUMA mode against flat mode on emulated 2- and 4-node machines, with the
+# locality statistics, and the NUGO_NUMA policies against each other: scheduler decisions,
+# not memory speed). Later issues grow this into the paper's experiment pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,3 +37,5 @@ echo
 python3 scripts/net.py "$build" results/net "${quick[@]}"
 echo
 python3 scripts/numa.py "$build" results/numa "${quick[@]}"
+echo
+python3 scripts/numa_policies.py "$build" results/numa "${quick[@]}"

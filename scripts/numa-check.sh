@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# Runs nugo's NUMA check programs on a real multi-node Linux kernel: Debian's kernel booted
+# under QEMU (software emulation, TCG) with 2 or 4 NUMA nodes of 2 CPUs each and a distance
+# matrix, or natively on this machine.
+#   scripts/numa-check.sh                      natively (this machine: usually one node)
+#   scripts/numa-check.sh --vm 2               a 2-node guest, distances 10/21
+#   scripts/numa-check.sh --vm 4               a 4-node guest: 10 local, 16 to the other node of
+#                                              its pair (0-1, 2-3), 32 to the nodes of the other pair
+# Options: --build-dir DIR (default build), --timeout SECONDS (whole guest run, default 240),
+#          --node-mem MIB (memory per node, default 512), --log FILE (console log; default
+#          DIR/numa-check/vm-N.log, or native.log), --extra PROG (one more check program: it
+#          passes when it exits 0; repeatable), --console (stream the whole console), --keep
+#          (keep the initramfs staging directory), --kernel FILE (default: the newest
+#          /boot/vmlinuz-*), --append ARGS (more kernel command line, e.g. "mitigations=off").
+#
+# The check programs: BUILD/topology/nugo-topo (required) and BUILD/tests/nugo_numa_check (when
+# it exists). In the guest they run from an initramfs built here (busybox, the programs, the
+# shared libraries ldd names and the loader) whose /init runs the checks, prints one line per
+# check, "NUGO-CHECK <name> PASS|FAIL <detail>", then "NUGO-CHECK-DONE passed=N failed=M",
+# and powers off. The checks:
+#   cpu-xsave     /proc/cpuinfo shows xsave (the preemption signal saves vector state with it)
+#   kernel-numa   /sys/devices/system/node: every online CPU in one node, a 10 on each diagonal;
+#                 in a guest, exactly the nodes, CPUs and distances given to QEMU
+#   nugo-topo     exits 0, says "this machine", not emulated, and shows the kernel's nodes, CPUs
+#                 and distance matrix
+#   <program>     every other program: exits 0 (within 180 s)
+# Exit status: 0 when the done line says failed=0 with at least one check; 1 when a check
+# failed or the guest did not finish; 2 for bad arguments; 3 when something needed is missing
+# (QEMU, the kernel image, busybox, nugo-topo).
+# Needs: qemu-system-x86 linux-image-amd64 busybox-static cpio (scripts/bootstrap.sh --vm).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+me=numa-check.sh
+
+usage() {
+  cat >&2 <<'EOF'
+usage: scripts/numa-check.sh [--vm 2|4] [--build-dir DIR] [--timeout SECONDS] [--node-mem MIB]
+                             [--log FILE] [--extra PROG]... [--console] [--keep]
+                             [--kernel FILE] [--append KERNEL-ARGS]
+EOF
+  exit 2
+}
+die() { echo "$me: $*" >&2; exit 1; }
+missing() { echo "$me: $*" >&2; exit 3; }
+
+vm=""
+build=""
+limit=240
+node_mem=512
+log=""
+console=0
+keep=0
+extras=()
+kernel=""
+append=""
+need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "$me: $1 needs a value" >&2; usage; }; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --vm) need_value "$@"; vm=$2; shift 2 ;;
+    --vm=*) vm=${1#*=}; shift ;;
+    --build-dir) need_value "$@"; build=$2; shift 2 ;;
+    --build-dir=*) build=${1#*=}; shift ;;
+    --timeout) need_value "$@"; limit=$2; shift 2 ;;
+    --timeout=*) limit=${1#*=}; shift ;;
+    --node-mem) need_value "$@"; node_mem=$2; shift 2 ;;
+    --node-mem=*) node_mem=${1#*=}; shift ;;
+    --log) need_value "$@"; log=$2; shift 2 ;;
+    --log=*) log=${1#*=}; shift ;;
+    --extra) need_value "$@"; extras+=("$2"); shift 2 ;;
+    --extra=*) extras+=("${1#*=}"); shift ;;
+    --kernel) need_value "$@"; kernel=$2; shift 2 ;;
+    --kernel=*) kernel=${1#*=}; shift ;;
+    --append) need_value "$@"; append=$2; shift 2 ;;
+    --append=*) append=${1#*=}; shift ;;
+    --console) console=1; shift ;;
+    --keep) keep=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "$me: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+case "$vm" in
+  ""|2|4) ;;
+  *) echo "$me: --vm takes 2 or 4 (NUMA nodes), not '$vm'" >&2; usage ;;
+esac
+[[ "$limit" =~ ^[0-9]+$ ]] && [ "$limit" -ge 10 ] ||
+  { echo "$me: --timeout takes whole seconds, at least 10, not '$limit'" >&2; usage; }
+[[ "$node_mem" =~ ^[0-9]+$ ]] && [ "$node_mem" -ge 128 ] ||
+  { echo "$me: --node-mem takes MiB, at least 128, not '$node_mem'" >&2; usage; }
+
+# The check programs.
+[ -n "$build" ] || build=$root/build
+[ -d "$build" ] || missing "no build directory '$build' (build first: scripts/test.sh, or pass --build-dir)"
+build=$(cd "$build" && pwd)
+topo=$build/topology/nugo-topo
+[ -x "$topo" ] || missing "no $topo (build the project first: scripts/test.sh, or pass --build-dir)"
+programs=("$topo")
+[ -x "$build/tests/nugo_numa_check" ] && programs+=("$build/tests/nugo_numa_check")
+for p in ${extras[@]+"${extras[@]}"}; do
+  [ -f "$p" ] && [ -x "$p" ] || die "--extra $p: not an executable file"
+  programs+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
+done
+names=" "
+for p in "${programs[@]}"; do
+  case "$(basename "$p")" in
+    *[!A-Za-z0-9._-]*) die "$p: a check program's name may hold only letters, digits, '.', '_', '-'" ;;
+  esac
+  case "$names" in *" $(basename "$p") "*) die "two check programs are named $(basename "$p")" ;; esac
+  names="$names$(basename "$p") "
+done
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/nugo-numa-check.XXXXXX")
+qemu_pid=""
+cleanup() {
+  [ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null || true
+  if [ "$keep" = 1 ]; then echo "$me: kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------
+# checks.sh: the checks themselves, in POSIX sh and awk, so that they run the same under the
+# guest's busybox and natively.  usage: checks.sh [--expect FILE] PROGRAM...
+# An expect file has a line "NODE|CPULIST|DISTANCES" per node, as /sys shows them.
+cat >"$work/checks.sh" <<'CHECKS'
+#!/bin/sh
+expect=""
+if [ "${1:-}" = --expect ]; then expect=$2; shift 2; fi
+out=${TMPDIR:-/tmp}/nugo-check.$$
+passed=0
+failed=0
+check() {  # NAME PASS|FAIL DETAIL...
+  name=$1; status=$2; shift 2
+  echo "NUGO-CHECK $name $status $*"
+  if [ "$status" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+# "NODE|CPULIST|DISTANCES" lines to a normal form: CPU lists expanded, single spaces, sorted.
+normal() {
+  awk -F'|' '
+    function expand(l,   parts, n, i, r, a, b, k, s) {
+      s = ""; n = split(l, parts, ",")
+      for (i = 1; i <= n; i++) {
+        if (parts[i] == "") continue
+        if (split(parts[i], r, "-") == 2) { a = r[1] + 0; b = r[2] + 0 } else { a = parts[i] + 0; b = a }
+        for (k = a; k <= b; k++) s = s (s == "" ? "" : ",") k
+      }
+      return s
+    }
+    NF >= 3 { d = $3; gsub(/[ \t\r]+/, " ", d); sub(/^ /, "", d); sub(/ $/, "", d)
+              print ($1 + 0) "|" expand($2) "|" d }' | sort -t'|' -k1,1n
+}
+# The normal form, readable: "node 0: CPUs 0,1, distances 10 21; ..."
+readable() { awk -F'|' '{ printf "%snode %s: CPUs %s, distances %s", (NR > 1 ? "; " : ""), $1, ($2 == "" ? "none" : $2), $3 }'; }
+
+# cpu-xsave
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+have=""
+for f in xsave xsaveopt xsavec avx avx2 avx512f; do
+  case " $flags " in *" $f "*) have="$have $f" ;; esac
+done
+case " $flags " in
+  *" xsave "*) check cpu-xsave PASS "/proc/cpuinfo flags:$have" ;;
+  *) check cpu-xsave FAIL "no xsave in /proc/cpuinfo flags (found:${have:- none of xsave avx avx2 avx512f})" ;;
+esac
+
+# kernel-numa: what the kernel shows, in normal form
+sysnode=/sys/devices/system/node
+if [ -d $sysnode/node0 ]; then
+  kernel=$(for d in $sysnode/node[0-9]*; do
+             echo "${d##*/node}|$(cat "$d/cpulist")|$(cat "$d/distance")"
+           done | normal)
+else
+  kernel=$(echo "0|$(cat /sys/devices/system/cpu/online)|10" | normal)
+fi
+nodes=$(echo "$kernel" | grep -c .)
+online=$(echo "0|$(cat /sys/devices/system/cpu/online)|0" | normal | cut -d'|' -f2)
+problem=$(echo "$kernel" | awk -F'|' -v online="$online" -v nodes="$nodes" '
+  { n = split($3, d, " "); if (n != nodes) print "node " $1 " has " n " distances for " nodes " nodes"
+    idx = NR; if (d[idx] != 10) print "node " $1 " has distance " d[idx] " to itself"
+    m = split($2, c, ","); for (i = 1; i <= m; i++) { if (c[i] in seen) print "CPU " c[i] " in two nodes"; seen[c[i]] = 1 } }
+  END { m = split(online, c, ","); for (i = 1; i <= m; i++) if (!(c[i] in seen)) print "online CPU " c[i] " in no node" }' |
+  head -3 | tr '\n' ';')
+if [ -n "$expect" ]; then
+  want=$(normal <"$expect")
+  if [ -n "$problem" ]; then
+    check kernel-numa FAIL "$problem"
+  elif [ "$kernel" = "$want" ]; then
+    check kernel-numa PASS "$nodes nodes as given to QEMU: $(echo "$kernel" | readable)"
+  else
+    check kernel-numa FAIL "expected $(echo "$want" | readable) | the kernel shows $(echo "$kernel" | readable)"
+  fi
+else
+  if [ -n "$problem" ]; then
+    check kernel-numa FAIL "$problem"
+  elif [ "$nodes" -eq 1 ]; then
+    echo "NUGO-NOTE this machine has one NUMA node: no remote distance to check here (scripts/numa-check.sh --vm 2 or --vm 4 boots a multi-node kernel)"
+    check kernel-numa PASS "1 node: $(echo "$kernel" | readable)"
+  else
+    check kernel-numa PASS "$nodes nodes: $(echo "$kernel" | readable)"
+  fi
+fi
+
+# The programs: nugo-topo is compared with the kernel; every other one passes when it exits 0.
+for prog in "$@"; do
+  name=${prog##*/}
+  echo "--- $name ---"
+  if [ "$name" = nugo-topo ]; then
+    timeout 60 "$prog" >"$out" 2>&1; rc=$?
+  else
+    timeout 180 "$prog" >"$out" 2>&1; rc=$?
+  fi
+  cat "$out"
+  echo "--- end of $name: exit status $rc ---"
+  if [ "$name" != nugo-topo ]; then
+    last=$(grep . "$out" | tail -n 1 | cut -c1-160)
+    last=${last:-no output}
+    if [ $rc -eq 0 ]; then check "$name" PASS "exit status 0: $last"
+    elif [ $rc -eq 124 ] || [ $rc -eq 143 ]; then check "$name" FAIL "timed out after 180 s: $last"
+    else check "$name" FAIL "exit status $rc: $last"; fi
+    continue
+  fi
+  seen=$(awk '
+    /^node [0-9]+/ {
+      n = $2; sub(/:$/, "", n)
+      if (match($0, /\(OS node [0-9]+\)/)) { n = substr($0, RSTART + 9, RLENGTH - 10) }
+      cpus[n] = ""; if (match($0, /PUs [0-9][0-9,-]*/)) cpus[n] = substr($0, RSTART + 4, RLENGTH - 4)
+      order[++count] = n; next }
+    /^distances/ { indist = 1; header = 1; next }
+    indist && header { header = 0; next }
+    indist && /^ *[0-9]+( +[0-9]+)+ *$/ { r = $1; $1 = ""; dist[r] = $0; next }
+    indist { indist = 0 }
+    END { for (i = 1; i <= count; i++) { n = order[i]; print n "|" cpus[n] "|" dist[n] } }' "$out" | normal)
+  said=$(sed -n 's/.* \([0-9][0-9]*\) NUMA nodes*$/\1/p' "$out" | head -n 1)
+  if [ $rc -ne 0 ]; then
+    check nugo-topo FAIL "exit status $rc: $(grep . "$out" | tail -n 1 | cut -c1-160)"
+  elif grep -q emulated "$out"; then
+    check nugo-topo FAIL "says emulated: $(grep -m1 emulated "$out")"
+  elif ! grep -q '^topology: this machine' "$out"; then
+    check nugo-topo FAIL "not this machine's topology: $(head -n 1 "$out")"
+  elif [ "$said" != "$nodes" ]; then
+    check nugo-topo FAIL "says ${said:-no count of} NUMA nodes, the kernel shows $nodes"
+  elif [ "$seen" != "$kernel" ]; then
+    check nugo-topo FAIL "shows $(echo "$seen" | readable) | the kernel shows $(echo "$kernel" | readable)"
+  else
+    check nugo-topo PASS "this machine, not emulated, $said NUMA node(s), their CPUs and distances as the kernel's ($(sed -n 's/^distances (\(.*\)):$/\1/p' "$out"))"
+  fi
+done
+rm -f "$out"
+echo "NUGO-CHECK-DONE passed=$passed failed=$failed"
+CHECKS
+
+# ---------------------------------------------------------------------------------------------
+# Native: the same checks on this machine.
+if [ -z "$vm" ]; then
+  [ -n "$log" ] || { mkdir -p "$build/numa-check"; log=$build/numa-check/native.log; }
+  echo "$me: running the checks natively on this machine ($(nproc) CPUs), log $log"
+  start=$(now)
+  env -u NUGO_TOPOLOGY -u HWLOC_XMLFILE -u HWLOC_SYNTHETIC -u NUGO_PROCS TMPDIR="$work" \
+    sh "$work/checks.sh" "${programs[@]}" 2>&1 | tee "$log"
+  summary=$(grep -a '^NUGO-CHECK-DONE' "$log" | tail -n 1)
+  echo "$me: native checks took $(since "$start") s"
+  [[ "$summary" =~ passed=([0-9]+)\ failed=([0-9]+) ]] || die "the checks ended without a summary line"
+  if [ "${BASH_REMATCH[2]}" -eq 0 ] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+    echo "$me: PASS: ${BASH_REMATCH[1]} checks passed"; exit 0
+  fi
+  echo "$me: FAIL: ${BASH_REMATCH[2]} of $((BASH_REMATCH[1] + BASH_REMATCH[2])) checks failed" >&2
+  exit 1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# A guest.
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || missing "no qemu-system-x86_64: install the Debian package qemu-system-x86 (scripts/bootstrap.sh --vm)"
+if [ -n "$kernel" ]; then
+  [ -f "$kernel" ] && [ -r "$kernel" ] || missing "--kernel $kernel: no such readable file"
+else
+  kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
+  [ -n "$kernel" ] ||
+    missing "no kernel image /boot/vmlinuz-*: install the Debian package linux-image-amd64 (scripts/bootstrap.sh --vm)"
+  [ -r "$kernel" ] || missing "$kernel is not readable by $(id -un): run as root, or pass --kernel FILE"
+fi
+busybox=""
+for b in /bin/busybox /usr/bin/busybox; do [ -x "$b" ] && { busybox=$b; break; }; done
+[ -n "$busybox" ] || missing "no busybox: install the Debian package busybox-static (scripts/bootstrap.sh --vm)"
+if command -v cpio >/dev/null; then cpio=(cpio -o -H newc); else cpio=("$busybox" cpio -o -H newc); fi
+command -v ldd >/dev/null || missing "no ldd (Debian package libc-bin)"
+command -v gzip >/dev/null || missing "no gzip"
+
+# The machine: nodes of 2 CPUs each; CPUs 2i and 2i+1 on node i, one socket per node.
+nodes=$vm
+cpus=$((2 * nodes))
+dist() {  # SRC DST
+  if [ "$1" -eq "$2" ]; then echo 10
+  elif [ "$nodes" -eq 2 ]; then echo 21
+  elif [ $(($1 / 2)) -eq $(($2 / 2)) ]; then echo 16
+  else echo 32; fi
+}
+numa_args=()
+: >"$work/expect"
+for ((i = 0; i < nodes; i++)); do
+  numa_args+=(-object "memory-backend-ram,id=m$i,size=${node_mem}M"
+              -numa "node,nodeid=$i,cpus=$((2 * i))-$((2 * i + 1)),memdev=m$i")
+  row=""
+  for ((j = 0; j < nodes; j++)); do row="$row $(dist $i $j)"; done
+  echo "$i|$((2 * i))-$((2 * i + 1))|${row# }" >>"$work/expect"
+done
+for ((i = 0; i < nodes; i++)); do
+  for ((j = i + 1; j < nodes; j++)); do  # QEMU makes the matrix symmetric
+    numa_args+=(-numa "dist,src=$i,dst=$j,val=$(dist $i $j)")
+  done
+done
+
+# The initramfs.
+echo "$me: building the initramfs in $work"
+rootfs=$work/rootfs
+mkdir -p "$rootfs"/{bin,dev,proc,sys,tmp,nugo/bin}
+copy_with_libs() {  # FILE DEST: the file, and every shared library ldd names, at its own path
+  cp -L "$1" "$rootfs$2"
+  local lib
+  { ldd "$1" 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+    while read -r lib; do
+      [ -e "$rootfs$lib" ] && continue
+      mkdir -p "$rootfs$(dirname "$lib")"
+      cp -L "$lib" "$rootfs$lib"
+    done
+  if ldd "$1" 2>&1 | grep -q 'not found'; then
+    die "$1: ldd cannot find some of its libraries: $(ldd "$1" 2>&1 | grep 'not found' | tr -s ' \t\n' ' ')"
+  fi
+}
+copy_with_libs "$busybox" /bin/busybox
+for a in sh mount umount mkdir cat echo grep sed awk sort cut tr head tail tee uname nproc sleep \
+         timeout poweroff rm ls dmesg date; do
+  ln -s busybox "$rootfs/bin/$a"
+done
+run_args=()
+for p in "${programs[@]}"; do
+  copy_with_libs "$p" "/nugo/bin/$(basename "$p")"
+  run_args+=("/nugo/bin/$(basename "$p")")
+done
+cp "$work/checks.sh" "$rootfs/nugo/checks.sh"
+cp "$work/expect" "$rootfs/nugo/expect"
+libdirs=$(cd "$rootfs" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u | tr '\n' ':')
+cat >"$rootfs/init" <<INIT
+#!/bin/sh
+# nugo numa-check guest: mounts, runs the checks, powers off.
+export PATH=/bin LD_LIBRARY_PATH=${libdirs%:} TMPDIR=/tmp
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+exec </dev/console >/dev/console 2>&1
+echo 4 4 1 7 >/proc/sys/kernel/printk
+echo "NUGO-VM-START kernel \$(uname -r), \$(nproc) CPUs, expecting $nodes NUMA nodes"
+sh /nugo/checks.sh --expect /nugo/expect ${run_args[*]}
+sleep 1
+poweroff -f
+INIT
+chmod +x "$rootfs/init" "$rootfs/nugo/checks.sh"
+(cd "$rootfs" && find . | "${cpio[@]}" 2>"$work/cpio.err" | gzip -1 >"$work/initramfs.gz") ||
+  die "cpio failed: $(cat "$work/cpio.err")"
+echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox, ${programs[*]##*/}, $(find "$rootfs" -name '*.so*' | wc -l) libraries"
+
+[ -n "$log" ] || { mkdir -p "$build/numa-check"; log=$build/numa-check/vm-$nodes.log; }
+mkdir -p "$(dirname "$log")"
+cmd=("$qemu" -accel tcg -nographic -no-reboot -nodefaults -serial mon:stdio
+     -M pc -cpu max -smp "$cpus,sockets=$nodes,cores=2,threads=1" -m "$((nodes * node_mem))M"
+     "${numa_args[@]}"
+     -kernel "$kernel" -initrd "$work/initramfs.gz"
+     -append "console=ttyS0 panic=-1 rdinit=/init${append:+ $append}")
+echo "$me: ${cmd[*]}"
+echo "$me: booting a $nodes-node guest ($cpus CPUs, $(basename "$kernel"), time limit $limit s), console log $log"
+start=$(now)
+timeout -k 5 "$limit" "${cmd[@]}" </dev/null >"$log" 2>&1 &
+qemu_pid=$!
+shown=0
+said_kernel=0
+said_init=0
+report_progress() {
+  if [ "$said_kernel" = 0 ] && grep -aq 'Linux version' "$log"; then
+    said_kernel=1; echo "  [$(since "$start") s] kernel started"
+  fi
+  if [ "$said_init" = 0 ] && grep -aq '^NUGO-VM-START' "$log"; then
+    said_init=1; echo "  [$(since "$start") s] /init started: $(grep -a -m1 '^NUGO-VM-START' "$log" | tr -d '\r')"
+  fi
+  if [ "$console" = 1 ]; then
+    local total; total=$(wc -l <"$log")
+    [ "$total" -gt "$shown" ] && sed -n "$((shown + 1)),${total}p" "$log" | tr -d '\r' | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g; s/^/  | /'
+    shown=$total
+  else
+    local lines; lines=$(grep -ac '^NUGO-CHECK' "$log" || true)
+    [ "$lines" -gt "$shown" ] && grep -a '^NUGO-CHECK' "$log" | tr -d '\r' | sed -n "$((shown + 1)),${lines}p" |
+      sed "s/^/  [$(since "$start") s] /"
+    shown=$lines
+  fi
+}
+while kill -0 "$qemu_pid" 2>/dev/null; do
+  sleep 1
+  report_progress
+done
+rc=0
+wait "$qemu_pid" || rc=$?
+qemu_pid=""
+report_progress
+elapsed=$(since "$start")
+tail20() { echo "$me: the last 20 console lines:" >&2; tail -n 20 "$log" | tr -d '\r' | sed 's/^/  | /' >&2; }
+summary=$(grep -a '^NUGO-CHECK-DONE' "$log" | tr -d '\r' | tail -n 1 || true)
+if grep -aq 'Kernel panic' "$log"; then
+  echo "$me: the guest's kernel panicked after $elapsed s: $(grep -a -m1 'Kernel panic' "$log" | tr -d '\r')" >&2
+  tail20; exit 1
+fi
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  if [ -n "$summary" ]; then
+    echo "$me: the guest finished its checks but did not power off within $limit s" >&2
+  elif [ "$said_init" = 1 ]; then
+    echo "$me: the guest booted but its checks did not finish within $limit s" >&2
+  elif [ "$said_kernel" = 1 ]; then
+    echo "$me: the guest's kernel started but did not reach /init within $limit s" >&2
+  else
+    echo "$me: the guest did not boot within $limit s" >&2
+  fi
+  tail20; exit 1
+fi
+if [ "$rc" -ne 0 ]; then
+  echo "$me: QEMU failed with exit status $rc after $elapsed s" >&2; tail20; exit 1
+fi
+if [ -z "$summary" ]; then
+  echo "$me: the guest stopped after $elapsed s without the NUGO-CHECK-DONE line" >&2; tail20; exit 1
+fi
+echo "$me: the $nodes-node guest ran in $elapsed s: $summary"
+[[ "$summary" =~ passed=([0-9]+)\ failed=([0-9]+) ]] || die "malformed summary line: $summary"
+if [ "${BASH_REMATCH[2]}" -eq 0 ] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+  echo "$me: PASS: ${BASH_REMATCH[1]} checks passed"; exit 0
+fi
+echo "$me: FAIL: ${BASH_REMATCH[2]} of $((BASH_REMATCH[1] + BASH_REMATCH[2])) checks failed (console log $log)" >&2
+exit 1
