@@ -2,16 +2,19 @@
 # Installs the Debian packages nugo's build needs, only those missing. Idempotent.
 #   scripts/bootstrap.sh              the build and the tests
 #   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber and wrk, for the baseline twins
+#   scripts/bootstrap.sh --vm         also QEMU, Debian's kernel and busybox, for
+#                                     scripts/numa-check.sh --vm (a real multi-node kernel)
 # Runs apt-get as root, or through sudo.
 set -euo pipefail
 
-usage() { echo "usage: scripts/bootstrap.sh [--baselines]" >&2; exit 2; }
+usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
           catch2 libbenchmark-dev hwloc numactl python3)
 for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
+    --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

@@ -338,10 +338,15 @@ top:
 
   // Fairness: two goroutines readying each other through runnext would otherwise keep the
   // global queue waiting forever.
-  if (pp->schedtick.load(rlx) % kGlobalQueueTick == 0 && domain_queues_nonempty(d, rlx)) {
+  // With both of the domain's queues in use, every other such turn goes to the pinned one,
+  // so that neither can starve the other.
+  if (std::uint32_t tick = pp->schedtick.load(rlx);
+      tick % kGlobalQueueTick == 0 && domain_queues_nonempty(d, rlx)) {
+    bool pinned_first = (tick / kGlobalQueueTick) & 1;
     d->lock.lock();
-    G* gp = pinnedget(d, pp);
+    G* gp = pinned_first ? pinnedget(d, pp) : nullptr;
     if (!gp) gp = globrunqget(pp, 1);
+    if (!gp && !pinned_first) gp = pinnedget(d, pp);
     d->lock.unlock();
     if (gp) return gp;
   }
@@ -689,9 +694,10 @@ void goready(G* gp) {
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
     if (sched->ready_home) [[unlikely]] {
-      // ready=home: a goroutine of another node goes back there, not to the waker's P.
+      // ready=home: a goroutine of another node goes back there and runs there next, on its
+      // node's pinned queue (no thief of another node takes it on the way).
       if (Domain* home = home_domain(gp); home && home != pp->domain) {
-        globrunqput_wake(home, gp, pp->node);
+        pinnedput_wake(home, gp, pp->node);
         return;
       }
     }
@@ -702,8 +708,9 @@ void goready(G* gp) {
   ForeignCall call;
   ready_status(gp);
   Domain* here = foreign_domain();
-  Domain* d = sched->ready_home ? home_domain(gp) : nullptr;
-  globrunqput_wake(d ? d : here, gp, thread_node(here));
+  if (Domain* home = sched->ready_home ? home_domain(gp) : nullptr)
+    return pinnedput_wake(home, gp, thread_node(here));
+  globrunqput_wake(here, gp, thread_node(here));
 }
 
 void gosched() { mcall(gosched_m); }
