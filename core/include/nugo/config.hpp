@@ -39,7 +39,8 @@ struct NumaPolicy {
   // victim always gives half, as in Go). Key remote_take=1|quarter|half.
   enum class Take { one, quarter, half };
   // Where a goroutine readied by a goroutine running on another node goes: to the waker's P,
-  // as in Go, or to its home node's global queue. Key ready=waker|home.
+  // as in Go, or back to its home node, to run there next (its pinned queue, which no other
+  // node's thief takes). Key ready=waker|home.
   enum class Ready { waker, home };
 
   // A P robs another node only after it has found no work for this long (its own node's
