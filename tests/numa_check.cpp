@@ -6,7 +6,12 @@
 // What the kernel is asked, and how:
 //   - a thread's CPUs: sched_getaffinity(0) and sched_getcpu() inside the goroutine, whose
 //     thread holds a P of the node it runs on;
-//   - where a page is: move_pages(2) with a null node list, after touching the page.
+//   - where a page is: move_pages(2) with a null node list, after touching the page, from a
+//     thread on another node's CPUs where that matters (else the kernel's default policy, local
+//     allocation, would put it there without nugo's help);
+//   - what nugo asked for: get_mempolicy(2) of the address (the policy and its node).
+// A sample taken while the goroutine moved to another node (a preemption in between; under
+// TCG slices end quickly) is not counted; a check that cannot apply here says SKIP.
 // Nothing here is timed: under TCG the guest's clock says nothing about speed.
 #include <numaif.h>
 #include <sched.h>
@@ -22,6 +27,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -33,6 +40,27 @@ void report(const char* name, bool ok, const std::string& detail) {
   std::fflush(stdout);
   if (!ok) ++failures;
 }
+
+void skip(const char* name, const std::string& why) {
+  std::printf("NUGO-CHECK %s SKIP %s\n", name, why.c_str());
+  std::fflush(stdout);
+}
+
+// The policy nugo set on the page of p, and its one node (-1 if none or several).
+std::pair<int, int> policy_of(void* p) {
+  int mode = -1;
+  unsigned long mask[16] = {};
+  if (get_mempolicy(&mode, mask, sizeof mask * 8, p, MPOL_F_ADDR) != 0) return {-1, -1};
+  int node = -1;
+  for (int i = 0; i < static_cast<int>(sizeof mask * 8); ++i)
+    if (mask[i / 64] >> (i % 64) & 1) node = node < 0 ? i : -2;
+  return {mode, node < 0 ? -1 : node};
+}
+
+// Runs f on a plain thread bound to the CPUs of a node other than `node` (the same node when
+// there is no other), so that a page it touches is placed by the policy, not by locality.
+template <class F>
+void from_another_node(int node, F f);
 
 nugo::topo::Topology machine;            // this machine, as hwloc sees it
 std::map<int, std::set<int>> node_cpus;  // OS node -> its CPUs (nodes with CPUs only)
@@ -123,8 +151,11 @@ void check_binding() {
   // node (NUMA mode's default): the thread of a goroutine go_on placed on node k runs on
   // exactly node k's CPUs, and on one of them.
   auto bad = on_every_node(numa_config(), 50, [](int node) -> std::string {
+    int start = nugo::this_g::node();  // go_on's promise: where it starts
     std::set<int> aff = my_affinity();
     int cpu = sched_getcpu();
+    if (start != node) return "started on node " + std::to_string(start);
+    if (nugo::this_g::node() != start) return "";  // moved while we looked: not a sample
     if (aff != node_cpus[node]) return "affinity " + cpus_text(aff) + ", node has " + cpus_text(node_cpus[node]);
     if (!node_cpus[node].count(cpu)) return "on CPU " + std::to_string(cpu);
     return "";
@@ -175,13 +206,13 @@ void check_binding() {
 // node; with ready=home it resumes on node k.
 void check_woken_home() {
   if (node_cpus.size() < 2) {
-    report("go_on-woken-from-another-node", true, "skipped: one node, no other node to wake from");
+    skip("go_on-woken-from-another-node", "one node: no other node to wake from");
     return;
   }
   nugo::Config cfg = numa_config();
   cfg.numa.ready = nugo::NumaPolicy::Ready::home;
   std::vector<std::string> bad;
-  int checked = 0;
+  int checked = 0, moved = 0;
   nugo::run([&] {
     std::vector<int> nodes;
     for (const auto& [node, cpus] : node_cpus) nodes.push_back(node);
@@ -193,66 +224,86 @@ void check_woken_home() {
         wg.add(2);
         nugo::go_on(home, [&, c, home]() mutable {
           c.recv();
+          int n1 = nugo::this_g::node();
           int cpu = sched_getcpu();
-          if (!node_cpus[home].count(cpu) && bad.size() < 3)
-            bad.push_back("woken goroutine of node " + std::to_string(home) + " on CPU " + std::to_string(cpu));
+          int n2 = nugo::this_g::node();
+          if (n1 != n2)
+            ++moved;  // preempted between the looks: not a sample
+          else if ((n1 != home || node_cpus[home].count(cpu) == 0) && bad.size() < 3)
+            bad.push_back("woken goroutine of node " + std::to_string(home) + " on node " +
+                          std::to_string(n1) + ", CPU " + std::to_string(cpu));
           wg.done();
         });
         nugo::go_on(waker, [&, c]() mutable {
-          c.send(1);
+          // Only a receiver already blocked takes a try_send on an unbuffered channel: the
+          // goroutine of `home` is woken by this one, not the other way round.
+          while (!c.try_send(1)) nugo::yield();
           wg.done();
         });
         wg.wait();
         ++checked;
       }
   }, cfg);
-  report("go_on-woken-from-another-node", bad.empty(),
-         bad.empty() ? std::to_string(checked) +
+  report("go_on-woken-from-another-node", bad.empty() && checked > moved,
+         bad.empty() ? std::to_string(checked - moved) +
                            " goroutines woken by a goroutine of another node resumed on their "
                            "own node (ready=home)"
                      : joined(bad));
 }
 
 void check_stacks() {
-  auto bad = on_every_node(numa_config(), 10, [](int node) -> std::string {
+  bool one_node = node_cpus.size() + memory_only.size() == 1;
+  auto bad = on_every_node(numa_config(), 10, [one_node](int node) -> std::string {
     char buf[64 * 1024];
     std::memset(buf, 1, sizeof buf);
+    asm volatile("" : : "r"(buf) : "memory");
     std::string detail;
     if (!all_on(page_nodes(buf, sizeof buf), node, &detail)) return "stack " + detail;
-    asm volatile("" : : "r"(buf) : "memory");
+    // And nugo asked for it: the slab is preferred on the node (on a one-node machine the
+    // stack pool binds too: its only node).
+    auto [mode, pnode] = policy_of(buf);
+    if (mode != MPOL_PREFERRED || pnode != node)
+      return "stack policy " + std::to_string(mode) + " on node " + std::to_string(pnode) +
+             ", expected MPOL_PREFERRED on " + std::to_string(node) + (one_node ? "" : "");
     return "";
   });
   report("stack-pages", bad.empty(),
-         bad.empty() ? "64 KiB of every placed goroutine's stack lies on its node (move_pages)" : joined(bad));
+         bad.empty() ? "64 KiB of every placed goroutine's stack lies on its node (move_pages), "
+                       "under nugo's MPOL_PREFERRED for that node (get_mempolicy)"
+                     : joined(bad));
 }
 
 void check_memory() {
   std::vector<std::string> bad;
   std::string detail;
   for (const auto& [node, cpus] : node_cpus) {
-    std::size_t big = 4 << 20;
-    void* p = nugo::numa::alloc_on(node, big);
-    if (!all_on(page_nodes(p, big), node, &detail)) bad.push_back("alloc_on(" + std::to_string(node) + ", 4 MiB) " + detail);
-    nugo::numa::free(p, big);
-    std::vector<void*> small;
-    for (int i = 0; i < 2000; ++i) small.push_back(nugo::numa::alloc_on(node, 256));
-    std::vector<int> nodes;
-    for (void* s : small) {
-      std::vector<int> n = page_nodes(s, 256);
-      nodes.insert(nodes.end(), n.begin(), n.end());
-    }
-    if (!all_on(nodes, node, &detail)) bad.push_back("alloc_on(" + std::to_string(node) + ", 256) x2000 " + detail);
-    for (void* s : small) nugo::numa::free(s, 256);
-    {
+    // Allocated and first touched by a thread on another node's CPUs: only the binding puts
+    // the pages on `node`.
+    from_another_node(node, [&, node = node] {
+      std::size_t big = 4 << 20;
+      void* p = nugo::numa::alloc_on(node, big);
+      if (!all_on(page_nodes(p, big), node, &detail)) bad.push_back("alloc_on(" + std::to_string(node) + ", 4 MiB) " + detail);
+      nugo::numa::free(p, big);
+      std::vector<void*> small;
+      for (int i = 0; i < 2000; ++i) small.push_back(nugo::numa::alloc_on(node, 256));
+      std::vector<int> nodes;
+      for (void* s : small) {
+        std::vector<int> n = page_nodes(s, 256);
+        nodes.insert(nodes.end(), n.begin(), n.end());
+      }
+      if (!all_on(nodes, node, &detail)) bad.push_back("alloc_on(" + std::to_string(node) + ", 256) x2000 " + detail);
+      for (void* s : small) nugo::numa::free(s, 256);
       std::vector<int, nugo::numa::Allocator<int>> v{nugo::numa::Allocator<int>(node)};
       v.resize(1 << 20, 7);
       if (!all_on(page_nodes(v.data(), v.size() * sizeof(int)), node, &detail))
         bad.push_back("std::vector with Allocator<int>(" + std::to_string(node) + ") " + detail);
-    }
+    });
   }
   report("alloc_on-and-Allocator", bad.empty(),
-         bad.empty() ? "alloc_on (4 MiB, and 2000 x 256 B) and a std::vector with "
-                       "nugo::numa::Allocator land on the node asked for, every node"
+         bad.empty() ? std::string("alloc_on (4 MiB, and 2000 x 256 B) and a std::vector with "
+                                   "nugo::numa::Allocator land on the node asked for, every node") +
+                           (node_cpus.size() > 1 ? ", touched first from another node's CPUs"
+                                                 : " (one node: locality alone would put them there too)")
                      : joined(bad));
 
   // alloc_local from a goroutine on node k: on k. "The caller's node" is where it runs at
@@ -266,7 +317,10 @@ void check_memory() {
     int before = nugo::this_g::node();
     void* p = nugo::numa::alloc_local(n);
     int after = nugo::this_g::node();
-    bool ok = before != after || all_on(page_nodes(p, n), before, &d);
+    auto [mode, pnode] = policy_of(p);  // bound there by nugo, not only first-touched there
+    bool ok = before != after ||
+              (all_on(page_nodes(p, n), before, &d) && (mode == MPOL_BIND && pnode == before ? true
+                  : (d = "policy " + std::to_string(mode) + " on node " + std::to_string(pnode), false)));
     nugo::numa::free(p, n);
     if (before == after) counted.fetch_add(1);
     return ok ? "" : "alloc_local on node " + std::to_string(before) + ": " + d;
@@ -275,7 +329,7 @@ void check_memory() {
   report("alloc_local", local_bad.empty(),
          local_bad.empty() ? std::to_string(counted.load()) +
                                  " calls of alloc_local from goroutines on every node landed on "
-                                 "the caller's node"
+                                 "the caller's node, bound there (MPOL_BIND)"
                            : joined(local_bad));
 
   // alloc_interleaved spreads pages over every node with memory: each holds 1/N +- 10 points.
@@ -302,7 +356,7 @@ void check_memory() {
 
 void check_memory_only() {
   if (memory_only.empty()) {
-    report("memory-only-node", true, "skipped: this machine has no memory-only node (numa-check.sh --vm 2 --memory-node boots one)");
+    skip("memory-only-node", "this machine has no memory-only node (numa-check.sh --vm 2 --memory-node boots one)");
     return;
   }
   int m = memory_only.front();
@@ -327,6 +381,22 @@ void check_memory_only() {
          bad.empty() ? "node " + std::to_string(m) +
                            " (no CPUs): no P, go_on refused naming it, alloc_on lands there"
                      : joined(bad));
+}
+
+template <class F>
+void from_another_node(int node, F f) {
+  std::set<int> cpus;
+  for (const auto& [n, c] : node_cpus)
+    if (n != node) cpus.insert(c.begin(), c.end());
+  if (cpus.empty()) cpus = my_affinity();
+  std::thread t([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    f();
+  });
+  t.join();
 }
 
 }  // namespace

@@ -186,7 +186,7 @@ TEST_CASE("WaitGroup stress: many rounds of many goroutines", "[sched][sync]") {
   });
 }
 
-TEST_CASE("sleeps end in deadline order and never early", "[sched][time]") {
+TEST_CASE("sleeps end in deadline order and never early", "[sched][time][realtime]") {
   nugo::run([] {
     constexpr int kN = 30;
     std::atomic<int> next_slot{0};
@@ -259,7 +259,7 @@ TEST_CASE("after() works as a select timeout", "[sched][time]") {
   });
 }
 
-TEST_CASE("goroutines that all sleep leave the process idle", "[sched][time]") {
+TEST_CASE("goroutines that all sleep leave the process idle", "[sched][time][realtime]") {
   // While everything sleeps, Ms sleep in the kernel until the next timer. Measured from the
   // moment all goroutines have gone to sleep (until a common deadline) to the moment the last
   // wakes: the CPU time spent must be a small part of that wall time (generous bound: 20%).

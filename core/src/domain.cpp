@@ -36,7 +36,9 @@ void globrunqputbatch(Domain* d, G* const* batch, int n, int node) {
 
 void pinnedput(Domain* d, G* gp, int node) {
   d->pinned.emplace_back(gp, node);
-  d->npinned.store(d->npinned.load(rlx) + 1, rlx);
+  // seq_cst: the submitter's half of the StoreLoad protocol with a spinner of d (wakep_home
+  // then reads npidle), formally, not only through the lock's release on x86.
+  d->npinned.store(d->npinned.load(rlx) + 1, std::memory_order_seq_cst);
 }
 
 // Counted as a take of the own domain's global queue (and a move if another node queued it).

@@ -64,9 +64,10 @@ struct Domain {
   };
   std::deque<Entry> runq;
   std::atomic<std::int32_t> runqsize{0};
-  // Goroutines go_on placed on this node, not run yet: taken one at a time by this domain's
-  // own Ps and run at once (findrunnable), never moved to a ring, so no thief of another node
-  // ever sees them. npinned is written under the lock, read as a hint without it.
+  // Goroutines placed on this node (go_on's, not run yet; with ready=home, ones readied from
+  // another node): taken one at a time by this domain's own Ps and run at once
+  // (findrunnable), never moved to a ring, so no thief of another node ever sees them.
+  // npinned is written under the lock, read as a hint without it.
   std::deque<Entry> pinned;
   std::atomic<std::int32_t> npinned{0};
   P* pidle = nullptr;

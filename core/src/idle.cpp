@@ -314,6 +314,11 @@ bool idle_until_p(M* m) {
     Wake w = stopm(m, /*may_watch=*/next == 0 && !netpoll_any_waiters());
     if (w == Wake::watch) {
       checkdead();  // returns if not dead: then look for work once more, and sleep again
+      // First a domain whose own queues hold work (a pinned G only its Ps may run), then
+      // the nearest idle P.
+      for (auto& d : sched->domains)
+        if (domain_queues_nonempty(d.get(), sc) && d->npidle.load(sc) > 0 && acquire_idle_p(d.get()))
+          return true;
       if (acquire_idle_p_nearest(m)) return true;
       continue;
     }

@@ -269,7 +269,9 @@ Next gosched_m(M* m, G* gp) {
   d->lock.lock();
   globrunqput(d, gp, pp->node);
   G* next = nullptr;
-  if (!local_work && !(d->npinned.load(rlx) > 0 && (next = pinnedget(d, pp))))
+  // Not a pinned G for a locked M: schedule would put it in the ring, where another node's
+  // thief could start it.
+  if (!local_work && !(!m->lockedg && d->npinned.load(rlx) > 0 && (next = pinnedget(d, pp))))
     next = globrunqget(pp, 0);
   d->lock.unlock();
   return {next, false};
@@ -568,8 +570,8 @@ void globrunqput_wake(Domain* d, G* gp, int node) {
   wakep(d);
 }
 
-// Queues gp, which go_on placed on d's node, on d's pinned queue, and wakes a P of d for it:
-// no other node may take it, so none is woken (wakep_home).
+// Queues gp on d's pinned queue (go_on placed it on d's node, or ready=home sends it back
+// there) and wakes a P of d for it: no other node may take it, so none is woken (wakep_home).
 void pinnedput_wake(Domain* d, G* gp, int node) {
   d->lock.lock();
   pinnedput(d, gp, node);
@@ -708,7 +710,7 @@ void goready(G* gp) {
   ForeignCall call;
   ready_status(gp);
   Domain* here = foreign_domain();
-  if (Domain* home = sched->ready_home ? home_domain(gp) : nullptr)
+  if (Domain* home = sched->ready_home ? home_domain(gp) : nullptr; home && home != here)
     return pinnedput_wake(home, gp, thread_node(here));
   globrunqput_wake(here, gp, thread_node(here));
 }
