@@ -10,7 +10,7 @@ set -euo pipefail
 usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
-          catch2 libbenchmark-dev hwloc numactl python3)
+          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib)
 for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;

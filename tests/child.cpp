@@ -25,6 +25,22 @@ int main(int argc, char** argv) {
       return 0;
     });
   }
+  if (std::strcmp(mode, "trace-sleep") == 0) {
+    // Quiet for 150 ms: main asleep, one goroutine blocked on a channel (schedtrace_test).
+    return nugo::run([] {
+      nugo::Chan<int> c;
+      nugo::WaitGroup wg;
+      wg.add(1);
+      nugo::go([c, &wg]() mutable {
+        c.recv();
+        wg.done();
+      });
+      nugo::sleep_for(std::chrono::milliseconds(150));
+      c.close();
+      wg.wait();
+      return 0;
+    });
+  }
   if (std::strcmp(mode, "panic") == 0) {
     return nugo::run([] {
       nugo::WaitGroup wg;

@@ -40,9 +40,16 @@ void parse_debug(const char* v, Config& cfg) {
       cfg.async_preempt = value == "0";
     else if (key == "numa" && flag)
       cfg.debug_numa = value == "1";
+    else if (key == "scheddetail" && flag)
+      cfg.scheddetail = value == "1";
+    else if (key == "schedtrace" && !value.empty() &&
+             value.find_first_not_of("0123456789") == std::string::npos && value.size() <= 7 &&
+             std::stol(value) <= Config::kMaxSchedtrace.count())
+      cfg.schedtrace = std::chrono::milliseconds(std::stol(value));
     else
       bad("NUGO_DEBUG", v,
-          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1)");
+          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, "
+          "schedtrace=MS (0 to 3600000), scheddetail=0|1)");
   });
 }
 
@@ -184,6 +191,9 @@ void Config::validate() const {
   if (bind != Bind::automatic && bind != Bind::node && bind != Bind::pu && bind != Bind::none)
     throw ConfigError("Config::bind=" + std::to_string(static_cast<int>(bind)) +
                       ": expected Bind::automatic, Bind::node, Bind::pu or Bind::none");
+  if (schedtrace.count() < 0 || schedtrace > kMaxSchedtrace)
+    throw ConfigError("Config::schedtrace=" + std::to_string(schedtrace.count()) +
+                      "ms: expected 0 (off) to 3600000");
   if (numa.remote_delay.count() < 0 || numa.remote_delay > NumaPolicy::kMaxRemoteDelay)
     throw ConfigError("Config::numa.remote_delay=" + std::to_string(numa.remote_delay.count()) +
                       "ns: expected 0 to 100ms");

@@ -56,6 +56,7 @@ Sched::Sched(const Config& c, topo::Topology t)
   // GOMAXPROCS at _MaxGomaxprocs the same way; an emulated topology may have more PUs).
   gomaxprocs = cfg.procs > 0 ? cfg.procs : std::min(topology.pu_count(), Config::kMaxProcs);
   timeslice_ns = cfg.timeslice.count();
+  start_ns = nanotime();
   netpoll_init();
   lastpoll.store(nanotime());
   for (int i = 0; i < gomaxprocs; ++i) {

@@ -101,6 +101,7 @@ struct Sched {
   std::atomic<bool> sysmonwait{false};
   Note sysmon_note;
   std::int64_t timeslice_ns = 0;  // cfg.timeslice
+  std::int64_t start_ns = 0;      // when the instance was made (schedtrace's clock)
   std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
 
   G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
@@ -179,5 +180,7 @@ void unlock_os_thread();
 
 // sysmon.cpp
 void sysmon_main();
+// schedtrace.cpp: Go's schedtrace line (and with detail its P, M and G lines), on stderr.
+void schedtrace(bool detail);
 
 }  // namespace nugo::detail

@@ -120,6 +120,16 @@ void sysmon_main() {
   std::int64_t delay = kMinDelayNs;
   std::int64_t seen = nanotime();
   int idle = 0;
+  // schedtrace (NUGO_DEBUG=schedtrace=MS): due at next_trace; sysmon's sleeps, the deep one
+  // included, end by then.
+  const std::int64_t trace_ns = std::chrono::nanoseconds(sched->cfg.schedtrace).count();
+  std::int64_t next_trace = trace_ns > 0 ? seen + trace_ns : INT64_MAX;
+  auto trace_if_due = [&] {
+    if (std::int64_t now = nanotime(); now >= next_trace) {
+      schedtrace(sched->cfg.scheddetail);
+      next_trace = std::max(next_trace + trace_ns, now + 1);
+    }
+  };
   while (!sched->sysmon_exit.load()) {
     if (sched->stopping.load()) {
       // run() is joining the Ms: each leaves once back on g0, so stop whatever still runs.
@@ -136,9 +146,10 @@ void sysmon_main() {
     bool busy = !every_p_idle();
     std::int64_t wake = nanotime() + delay;
     if (busy) wake = std::min({wake, nanotime() + tick, std::max(next_end, nanotime() + kMinDelayNs)});
-    sched->sysmon_note.sleep_until(wake);
+    sched->sysmon_note.sleep_until(std::min(wake, next_trace));
     sched->sysmon_note.clear();
     if (sched->stopping.load()) continue;
+    trace_if_due();
     if (every_p_idle()) {
       // Deep sleep. Set the flag under every domain's lock: pidleget takes its domain's too,
       // so an acquirep in any domain that follows our check sees the flag and wakes us.
@@ -148,8 +159,12 @@ void sysmon_main() {
       unlock_all_domains();
       if (still) {
         while (sched->sysmonwait.load() && !sched->stopping.load()) {
-          sched->sysmon_note.sleep();
+          if (next_trace == INT64_MAX)
+            sched->sysmon_note.sleep();
+          else
+            sched->sysmon_note.sleep_until(next_trace);
           sched->sysmon_note.clear();
+          trace_if_due();
         }
         sched->sysmonwait.store(false);
         idle = 0;

@@ -12,8 +12,9 @@
 // The response headers are Go's for the same handler: Date, Content-Length, Content-Type.
 //
 //   nugo-http [--addr A] [--port P] [--schedtrace MS]
-// prints "listening on A:P" when ready; with --schedtrace, a line on stderr every MS
-// milliseconds with the thread count, like Go's GODEBUG=schedtrace.
+// prints "listening on A:P" when ready; --schedtrace MS is the runtime's schedtrace
+// (NUGO_DEBUG=schedtrace=MS, Go's GODEBUG=schedtrace format): a SCHED line on stderr every MS
+// milliseconds, with the thread count.
 #include <strings.h>
 #include <time.h>
 
@@ -41,13 +42,6 @@ long number(const char* flag, const char* text, long lo, long hi) {
     std::exit(2);
   }
   return v;
-}
-
-int threads_in_process() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
-  return -1;
 }
 
 // The Date header, formatted once per second per connection.
@@ -184,6 +178,16 @@ int main(int argc, char** argv) {
     else if (flag == "--schedtrace") trace_ms = number("--schedtrace", v, 1, 3'600'000);
     else usage("unknown flag " + flag);
   }
+  // The environment's settings, as nugo::run(main) would read them, plus the trace: a program
+  // that reads the configuration itself reports a bad NUGO_* variable the same way.
+  nugo::Config cfg;
+  try {
+    cfg = nugo::Config::from_env();
+  } catch (const nugo::ConfigError& e) {
+    std::fprintf(stderr, "nugo-http: %s\n", e.what());
+    return 2;
+  }
+  if (trace_ms > 0) cfg.schedtrace = std::chrono::milliseconds(trace_ms);
   return nugo::run([&] {
     auto ln = nugo::net::listen(addr, static_cast<std::uint16_t>(port));
     if (!ln) {
@@ -192,18 +196,6 @@ int main(int argc, char** argv) {
     }
     std::printf("listening on %s\n", ln->local_endpoint().to_string().c_str());
     std::fflush(stdout);
-    if (trace_ms > 0) {
-      nugo::go([trace_ms] {
-        auto t0 = std::chrono::steady_clock::now();
-        nugo::Ticker tick{std::chrono::milliseconds(trace_ms)};
-        for (;;) {
-          tick.c.recv();
-          double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          std::fprintf(stderr, "SCHED %.1fs: gomaxprocs=%d threads=%d\n", s, nugo::gomaxprocs(),
-                       threads_in_process());
-        }
-      });
-    }
     for (;;) {
       auto c = ln->accept();
       if (!c) {
@@ -216,5 +208,5 @@ int main(int argc, char** argv) {
       }
       nugo::go([conn = std::move(*c)]() mutable { serve(std::move(conn)); });
     }
-  });
+  }, cfg);
 }

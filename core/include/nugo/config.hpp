@@ -101,11 +101,17 @@ struct Config {
   // Says on stderr what NUMA mode could not do as asked (memory not bound on an emulated
   // topology). Env: NUGO_DEBUG=numa=1.
   bool debug_numa = false;
+  // Go's GODEBUG=schedtrace=MS and scheddetail=1: every so often sysmon prints a SCHED line on
+  // stderr (in NUMA mode with a group per node), and with scheddetail a line per P, M and G
+  // (core/README.md, "schedtrace"). 0: off. Env: NUGO_DEBUG=schedtrace=MS,scheddetail=1.
+  std::chrono::milliseconds schedtrace{0};
+  bool scheddetail = false;
+  static constexpr std::chrono::milliseconds kMaxSchedtrace{3'600'000};
 
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
   // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_STATS and NUGO_DEBUG (comma-separated key=value, as
-  // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1); throws ConfigError naming the
-  // variable.
+  // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
+  // throws ConfigError naming the variable.
   static Config from_env();
   // Throws ConfigError if a field is out of range.
   void validate() const;
