@@ -110,7 +110,7 @@ topo=$build/topology/nugo-topo
 programs=("$topo")
 [ -x "$build/tests/nugo_numa_check" ] && programs+=("$build/tests/nugo_numa_check")
 # In the 2-node guest, also the scheduler's Catch2 suite (channels, select, sync, timers:
-# 45 of its 47 cases), which runs in NUMA mode there because the kernel has two nodes. It
+# 44 of its 47 cases), which runs in NUMA mode there because the kernel has two nodes. It
 # takes about a minute under emulation, so the other guests leave it out; natively ctest
 # runs it already.
 if [ "$vm" = 2 ] && [ "$memory_node" = 0 ] && [ -x "$build/tests/nugo_sched_tests_p2" ]; then

@@ -119,9 +119,12 @@ def main() -> int:
         return fail("expected one STATS.json\n\n" + __doc__)
     try:
         stats = load(Path(args[0]))
+        text = table(stats)
     except ValueError as e:
         return fail(str(e))
-    print(table(stats))
+    except (TypeError, KeyError, AttributeError) as e:  # the keys, with values of other shapes
+        return fail(f"{args[0]} is not a NUGO_STATS file: {type(e).__name__}: {e}")
+    print(text)
     if out:
         chart(stats, out)
         print(f"wrote {out}")

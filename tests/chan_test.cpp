@@ -14,7 +14,7 @@
 
 using namespace std::chrono_literals;
 
-TEST_CASE("channels: blocking, buffering, FIFO and close (TestChan)", "[sched][chan]") {
+TEST_CASE("channels: blocking, buffering, FIFO and close (TestChan)", "[sched][chan][realtime]") {
   nugo::run([] {
     for (std::size_t cap = 0; cap < 8; ++cap) {
       INFO("capacity " << cap);
@@ -34,7 +34,7 @@ TEST_CASE("channels: blocking, buffering, FIFO and close (TestChan)", "[sched][c
         c.send(0);
         wg.wait();
       }
-      {  // a send blocks once the buffer is full
+      {  // a send blocks once the buffer is full (2 ms for the sender to fill it: [realtime])
         nugo::Chan<int> c(cap);
         std::atomic<int> sent{0};
         nugo::WaitGroup wg;

@@ -66,7 +66,9 @@ TEST_CASE("schedtrace in NUMA mode adds a group per node", "[schedtrace]") {
 }
 
 TEST_CASE("scheddetail adds a line per P, per M and per live G; bad settings are named", "[schedtrace]") {
-  ChildResult r = run_child_process("NUGO_PROCS=2 NUGO_MODE=flat NUGO_DEBUG=schedtrace=30,scheddetail=1",
+  // One node, so that every home and P node is 0 whatever the host is.
+  ChildResult r = run_child_process("NUGO_TOPOLOGY=synthetic:pack:1\\ core:2\\ pu:1 NUGO_PROCS=2 NUGO_MODE=flat "
+                                    "NUGO_DEBUG=schedtrace=30,scheddetail=1",
                                     NUGO_TEST_CHILD " trace-sleep");
   REQUIRE(r.exit_code == 0);
   INFO(r.output);

@@ -11,6 +11,7 @@
 // runnext is a single slot outside the ring. The G taken from it inherits the time slice
 // (schedtick is not incremented), so a pair of goroutines handing work back and forth share
 // one slice and cannot starve the rest of the queue.
+#include <algorithm>
 #include <chrono>
 
 #include "fatal.hpp"
@@ -128,10 +129,12 @@ bool runq_ring_nonempty(const P* pp) {
   return pp->runqtail.load(sc) != pp->runqhead.load(sc);
 }
 
+// Head first: read from another thread (schedtrace), a head loaded after the tail could
+// have passed it.
 std::uint32_t runqlen(const P* pp) {
-  std::uint32_t t = pp->runqtail.load(acq);
   std::uint32_t h = pp->runqhead.load(acq);
-  return t - h;
+  std::uint32_t t = pp->runqtail.load(acq);
+  return std::min(t - h, kRunqSize);
 }
 
 G* runqsteal(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take, int adopt_node) {

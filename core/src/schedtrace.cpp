@@ -14,12 +14,15 @@
 //   G1: status=4(sleep) m=-1 lockedm=-1 home=0
 // The counts come from under every domain's lock (as Go takes sched.lock), the P, M and G
 // lines from reads without it (as Go's): a line is a snapshot of moving state, for people.
+// Intervals that sysmon missed (it was late) are skipped, not printed in a burst.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "sched.hpp"
 #include "timer.hpp"
@@ -29,7 +32,7 @@ namespace {
 
 void add(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void add(std::string& out, const char* fmt, ...) {
-  char buf[256];
+  char buf[512];  // the longest line is under 200 bytes
   va_list ap;
   va_start(ap, fmt);
   int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -56,6 +59,7 @@ int go_status(PStatus s) { return s == PStatus::idle ? 0 : s == PStatus::running
 void write_all(const std::string& s) {
   for (std::size_t off = 0; off < s.size();) {
     ssize_t n = ::write(2, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     off += static_cast<std::size_t>(n);
   }
@@ -67,31 +71,40 @@ void schedtrace(bool detail) {
   constexpr auto rlx = std::memory_order_relaxed;
   std::string out;
   long long ms = (nanotime() - sched->start_ns) / 1'000'000;
+  // Each domain's counts read once under its lock (nmspinning moves without it: read once,
+  // the node groups still add up to the totals), the rings' lengths too; formatted after.
+  struct Counts { int idle, spinning, idlethreads, runq; };
+  std::vector<Counts> per_domain;
+  std::vector<std::uint32_t> rings;
   lock_all_domains();
   int idle = 0, spinning = 0, idlethreads = 0, runq = 0, locked = 0;
   for (const auto& d : sched->domains) {
-    idle += d->npidle.load(rlx);
-    spinning += d->nmspinning.load(rlx);
-    idlethreads += d->nmidle;
+    Counts c{d->npidle.load(rlx), d->nmspinning.load(rlx), d->nmidle,
+             d->runqsize.load(rlx) + d->npinned.load(rlx)};
+    per_domain.push_back(c);
+    idle += c.idle;
+    spinning += c.spinning;
+    idlethreads += c.idlethreads;
     locked += d->nmidlelocked;
-    runq += d->runqsize.load(rlx) + d->npinned.load(rlx);
+    runq += c.runq;
   }
+  for (const auto& pp : sched->allp) rings.push_back(runqlen(pp.get()));
+  bool sysmonwait = sched->sysmonwait.load(rlx);
+  unlock_all_domains();
   add(out, "SCHED %lldms: gomaxprocs=%d idleprocs=%d threads=%d spinningthreads=%d idlethreads=%d runqueue=%d",
       ms, sched->gomaxprocs, idle, sched->mcount.load(rlx), spinning, idlethreads, runq);
   if (detail) {
-    add(out, " gcwaiting=0 nmidlelocked=%d stopwait=0 sysmonwait=%d", locked,
-        sched->sysmonwait.load(rlx) ? 1 : 0);
+    add(out, " gcwaiting=0 nmidlelocked=%d stopwait=0 sysmonwait=%d", locked, sysmonwait ? 1 : 0);
   } else {
     out += " [";
-    for (const auto& pp : sched->allp) add(out, "%s%u", pp->id ? " " : "", runqlen(pp.get()));
+    for (std::size_t i = 0; i < rings.size(); ++i) add(out, "%s%u", i ? " " : "", rings[i]);
     out += "]";
   }
   if (sched->domains.size() > 1)
-    for (const auto& d : sched->domains)
-      add(out, " node%d=[idleprocs=%d spinningthreads=%d idlethreads=%d runqueue=%d]", d->os_node,
-          d->npidle.load(rlx), d->nmspinning.load(rlx), d->nmidle,
-          d->runqsize.load(rlx) + d->npinned.load(rlx));
-  unlock_all_domains();
+    for (std::size_t i = 0; i < per_domain.size(); ++i)
+      add(out, " node%d=[idleprocs=%d spinningthreads=%d idlethreads=%d runqueue=%d]",
+          sched->domains[i]->os_node, per_domain[i].idle, per_domain[i].spinning,
+          per_domain[i].idlethreads, per_domain[i].runq);
   out += '\n';
   if (!detail) return write_all(out);
 
@@ -107,9 +120,17 @@ void schedtrace(bool detail) {
         m ? m->id : -1, runqlen(pp), std::atomic_ref<int>(pp->ngfree).load(rlx), timers,
         nodes[pp->node].os_index);
   }
+  // The lists are copied under their locks and walked without them (Ms and G chunks are never
+  // freed while the runtime runs, and a chunk is listed only once its Gs are constructed):
+  // formatting thousands of lines must not hold up goroutine creation or thread start.
   std::unordered_map<const G*, int> m_of;  // which M runs each running G
   sched->mlock.lock();
-  for (M* m : sched->allm) {
+  std::vector<M*> all_ms = sched->allm;
+  sched->mlock.unlock();
+  sched->glock.lock();
+  std::vector<G*> chunks = sched->gchunks;
+  sched->glock.unlock();
+  for (M* m : all_ms) {
     P* p = std::atomic_ref<P*>(m->p).load(rlx);
     G* curg = std::atomic_ref<G*>(m->curg).load(rlx);
     G* lockedg = std::atomic_ref<G*>(m->lockedg).load(rlx);
@@ -119,9 +140,7 @@ void schedtrace(bool detail) {
         std::atomic_ref<bool>(m->spinning).load(rlx) ? "true" : "false",
         lockedg ? static_cast<long long>(lockedg->goid) : -1LL);
   }
-  sched->mlock.unlock();
-  sched->glock.lock();
-  for (G* chunk : sched->gchunks)
+  for (G* chunk : chunks)
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
       GStatus st = gp->status.load(rlx);
       if (st == GStatus::idle || st == GStatus::dead) continue;
@@ -131,7 +150,6 @@ void schedtrace(bool detail) {
           go_status(st), st == GStatus::waiting ? to_string(gp->waitreason) : "",
           it == m_of.end() ? -1 : it->second, locked_m ? locked_m->id : -1, nodes[gp->home].os_index);
     }
-  sched->glock.unlock();
   write_all(out);
 }
 

@@ -125,9 +125,10 @@ void sysmon_main() {
   const std::int64_t trace_ns = std::chrono::nanoseconds(sched->cfg.schedtrace).count();
   std::int64_t next_trace = trace_ns > 0 ? seen + trace_ns : INT64_MAX;
   auto trace_if_due = [&] {
-    if (std::int64_t now = nanotime(); now >= next_trace) {
+    if (std::int64_t now = nanotime(); now >= next_trace && !sched->stopping.load()) {
       schedtrace(sched->cfg.scheddetail);
-      next_trace = std::max(next_trace + trace_ns, now + 1);
+      next_trace += trace_ns;  // intervals missed while sysmon was late are skipped, as Go's
+      if (next_trace <= now) next_trace = now + trace_ns;
     }
   };
   while (!sched->sysmon_exit.load()) {

@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (trace_ms > 0) cfg.schedtrace = std::chrono::milliseconds(trace_ms);
+  try {
   return nugo::run([&] {
     auto ln = nugo::net::listen(addr, static_cast<std::uint16_t>(port));
     if (!ln) {
@@ -209,4 +210,8 @@ int main(int argc, char** argv) {
       nugo::go([conn = std::move(*c)]() mutable { serve(std::move(conn)); });
     }
   }, cfg);
+  } catch (const std::exception& e) {  // a bad topology or NUGO_STATS path, as run(main) would
+    std::fprintf(stderr, "nugo-http: %s\n", e.what());
+    return 2;
+  }
 }
