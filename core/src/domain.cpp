@@ -184,17 +184,26 @@ void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
 // run by sysmon) queues goroutines and timers: its CPU's domain (domain.hpp).
+namespace {
+
+// The entry of a by-real-CPU table (Sched::domain_of_cpu, node_of_cpu) for the CPU the
+// calling thread runs on, or -1.
+int of_this_cpu(const std::vector<int>& table) {
+  int cpu = sched_getcpu();
+  return cpu >= 0 && cpu < static_cast<int>(table.size()) ? table[cpu] : -1;
+}
+
+}  // namespace
+
 int thread_node(const Domain* d) {
   if (d->node >= 0) return d->node;
-  int cpu = sched_getcpu();
-  int n = cpu >= 0 && cpu < static_cast<int>(sched->node_of_cpu.size()) ? sched->node_of_cpu[cpu] : -1;
+  int n = of_this_cpu(sched->node_of_cpu);
   return n >= 0 ? n : sched->allp.front()->node;
 }
 
 Domain* foreign_domain() {
   if (sched->domains.size() == 1) return sched->domains.front().get();
-  int cpu = sched_getcpu();
-  int d = cpu >= 0 && cpu < static_cast<int>(sched->domain_of_cpu.size()) ? sched->domain_of_cpu[cpu] : -1;
+  int d = of_this_cpu(sched->domain_of_cpu);
   return sched->domains[d >= 0 ? d : 0].get();
 }
 

@@ -49,6 +49,10 @@ struct alignas(64) P {
   // Scheduler statistics (stats.hpp): written by the owner only, read by snapshots. Here,
   // beside schedtick, so that counting a run dirties no cache line execute does not already.
   PCounters stats;
+  // NUMA mode: since when this P has found no work, in its own node or anywhere (0: it ran a
+  // goroutine since it last looked). A thief robs another node only once this is older than
+  // NumaPolicy::remote_delay (steal.cpp). Owner only. Beside the counters: execute reads it.
+  std::int64_t nowork_since = 0;
   // What sysmon saw last (sysmon.cpp; only sysmon touches it).
   struct SysmonTick {
     std::uint32_t schedtick = 0;
@@ -80,11 +84,6 @@ struct alignas(64) P {
   Lock timerslock;
   std::vector<TimerEntry> timers;
   std::atomic<std::int64_t> timer0when{0};
-
-  // NUMA mode: since when this P has found no work, in its own node or anywhere (0: it ran a
-  // goroutine since it last looked). A thief robs another node only once this is older than
-  // NumaPolicy::remote_delay (steal.cpp). Owner only.
-  std::int64_t nowork_since = 0;
 };
 
 // Run queue operations, named as in Go's proc.go.

@@ -326,6 +326,13 @@ void ready_status(G* gp) {
 
 namespace {
 
+// From pp's domain's queues, d locked: the pinned queue first (placed goroutines, which
+// nobody else may run), else a batch of the global queue.
+G* domain_queues_get(Domain* d, P* pp) {
+  G* gp = pinnedget(d, pp);
+  return gp ? gp : globrunqget(pp, 0);
+}
+
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
 // the runtime is stopping. Go's findRunnable, in Go's order.
 G* findrunnable(M* m, bool* inherit_time) {
@@ -369,10 +376,9 @@ top:
     *inherit_time = inherit;
     return gp;
   }
-  if (domain_queues_nonempty(d, rlx)) {  // go_on's first: placed, and run by nobody else
+  if (domain_queues_nonempty(d, rlx)) {
     d->lock.lock();
-    G* gp = pinnedget(d, pp);
-    if (!gp) gp = globrunqget(pp, 0);
+    G* gp = domain_queues_get(d, pp);
     d->lock.unlock();
     if (gp) return gp;
   }
@@ -402,8 +408,7 @@ top:
   // that submitters from foreign threads take, so their wakep sees this P idle.
   d->lock.lock();
   if (domain_queues_nonempty(d, rlx)) {
-    G* gp = pinnedget(d, pp);
-    if (!gp) gp = globrunqget(pp, 0);
+    G* gp = domain_queues_get(d, pp);
     d->lock.unlock();
     return gp;
   }
@@ -600,12 +605,9 @@ void newproc1(G* gp, int node) {
   Domain* d = foreign_domain();
   int here = thread_node(d);
   gp->home = static_cast<std::int16_t>(node >= 0 ? node : here);
-  if (placed) {
-    d = home_domain(gp);
-    d->created_foreign.fetch_add(1, rlx);
-    return pinnedput_wake(d, gp, here);
-  }
+  if (placed) d = home_domain(gp);
   d->created_foreign.fetch_add(1, rlx);
+  if (placed) return pinnedput_wake(d, gp, here);
   globrunqput_wake(d, gp, here);
 }
 

@@ -32,6 +32,17 @@
 namespace nugo::detail {
 namespace {
 
+// Tables by real CPU number (-1: none): the PUs' CPUs of `pus` get `value`, unless an earlier
+// call claimed them (folded emulated CPUs go to the first claimant).
+void claim_cpus(const topo::Topology& t, const std::vector<int>& pus, int value, std::vector<int>* table) {
+  for (int pu : pus) {
+    int cpu = t.real_cpu(pu);
+    if (cpu < 0) continue;
+    if (static_cast<int>(table->size()) <= cpu) table->resize(cpu + 1, -1);
+    if ((*table)[cpu] < 0) (*table)[cpu] = value;
+  }
+}
+
 std::mutex run_mutex;  // one runtime instance at a time per process
 
 // Constant-initialized, so registration from other files' static initializers finds it ready.
@@ -82,13 +93,7 @@ Sched::Sched(const Config& c, topo::Topology t)
     // A thread without a P on a CPU of this node queues in this domain (foreign_domain); in
     // flat mode every CPU that runs a P does. Folded emulated CPUs go to the first domain
     // that claims them.
-    const std::vector<int>& pus = dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus;
-    for (int pu : pus) {
-      int cpu = topology.real_cpu(pu);
-      if (cpu < 0) continue;
-      if (static_cast<int>(domain_of_cpu.size()) <= cpu) domain_of_cpu.resize(cpu + 1, -1);
-      if (domain_of_cpu[cpu] < 0) domain_of_cpu[cpu] = d->id;
-    }
+    claim_cpus(topology, dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus, d->id, &domain_of_cpu);
     d->steal_order.reset(static_cast<std::uint32_t>(d->ps.size()));
     // Stacks of a real node's domain are bound there; an emulated node has no memory.
     std::optional<int> mem = dp.node >= 0 ? topology.memory_node(dp.node) : std::nullopt;
@@ -131,12 +136,7 @@ Sched::Sched(const Config& c, topo::Topology t)
   for (const auto& pp : allp)
     domain_of_node[pp->node] = mode == Mode::numa ? pp->domain->id : 0;
   for (std::size_t n = 0; n < topology.nodes.size(); ++n)
-    for (int pu : topology.nodes[n].pus) {
-      int cpu = topology.real_cpu(pu);
-      if (cpu < 0) continue;
-      if (static_cast<int>(node_of_cpu.size()) <= cpu) node_of_cpu.resize(cpu + 1, -1);
-      if (node_of_cpu[cpu] < 0) node_of_cpu[cpu] = static_cast<int>(n);
-    }
+    claim_cpus(topology, topology.nodes[n].pus, static_cast<int>(n), &node_of_cpu);
   // Statistics: moved_remote by distance class.
   for (const auto& row : topology.distance) distances.insert(distances.end(), row.begin(), row.end());
   std::sort(distances.begin(), distances.end());
