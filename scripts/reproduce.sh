@@ -6,7 +6,9 @@
 # Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/, and
 # results/numa/ (NUMA mode against flat mode on emulated 2- and 4-node machines, with the
 # locality statistics, and the NUGO_NUMA policies against each other: scheduler decisions,
-# not memory speed). Later issues grow this into the paper's experiment pipeline.
+# not memory speed), and results/trace/ (what the execution tracer costs, and a timeline of a
+# fork-join run, flat beside NUMA mode, on the emulated 2-node machine). Later issues grow
+# this into the paper's experiment pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,3 +41,5 @@ echo
 python3 scripts/numa.py "$build" results/numa "${quick[@]}"
 echo
 python3 scripts/numa_policies.py "$build" results/numa "${quick[@]}"
+echo
+python3 scripts/tracer.py "$build" results/trace "${quick[@]}"

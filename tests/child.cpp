@@ -1,8 +1,13 @@
 // A program the tests run as a child process, for behaviour that ends the process: bad
 // configuration, a panicking goroutine, a stack overflow.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <nugo/nugo.hpp>
+#include <nugo/trace.hpp>
 #include <stdexcept>
 
 namespace {
@@ -15,6 +20,59 @@ int recurse(int depth) {
   return recurse(depth + 1) + frame[0];
 }
 
+int fib(int n) {
+  if (n < 2) return n;
+  int a = 0;
+  nugo::WaitGroup wg;
+  wg.add(1);
+  nugo::go([&] {
+    a = fib(n - 1);
+    wg.done();
+  });
+  int b = fib(n - 2);
+  wg.wait();
+  return a + b;
+}
+
+// A little of everything the tracer records (trace_test.cpp, tests/CMakeLists.txt): fork-join
+// goroutines (creates, runs, steals, unblocks), a channel ping-pong, sleeps (timers), system
+// calls that sysmon takes the P from and one that hands it off at once, and a goroutine that
+// spins until the preemption signal stops it.
+void trace_workload() {
+  nugo::WaitGroup wg;
+  wg.add(4);
+  nugo::go([&] {
+    if (fib(14) != 377) std::abort();
+    wg.done();
+  });
+  nugo::go([&] {
+    nugo::Chan<int> ping, pong;
+    nugo::go([=]() mutable {
+      for (int i = 0; i < 200; ++i) pong.send(*ping.recv() + 1);
+    });
+    for (int i = 0; i < 200; ++i) {
+      ping.send(i);
+      if (*pong.recv() != i + 1) std::abort();
+    }
+    wg.done();
+  });
+  nugo::go([&] {
+    for (int i = 0; i < 3; ++i) {
+      nugo::sleep_for(std::chrono::milliseconds(2));
+      nugo::syscall([] { usleep(30'000); });  // outlasts a sysmon tick: the P is retaken
+    }
+    nugo::blocking_syscall([] { usleep(1000); });
+    wg.done();
+  });
+  nugo::go([&] {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(40);
+    std::atomic<long> spins{0};
+    while (std::chrono::steady_clock::now() < until) spins.fetch_add(1, std::memory_order_relaxed);
+    wg.done();
+  });
+  wg.wait();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -22,6 +80,12 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "run") == 0) {
     return nugo::run([] {
       std::puts("ran");
+      return 0;
+    });
+  }
+  if (std::strcmp(mode, "trace-workload") == 0) {
+    return nugo::run([] {
+      trace_workload();
       return 0;
     });
   }

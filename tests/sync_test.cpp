@@ -205,11 +205,15 @@ TEST_CASE("sleeps end in deadline order and never early", "[sched][time][realtim
       });
     wg.wait();
     CHECK_FALSE(early.load());
-    // Deadlines 10 ms apart: only a wake-up delayed by more than that can reorder two of them.
+    // Deadlines are 10 ms apart, so only a wake-up delayed by more than that reorders two of
+    // them, and on a loaded 2-core machine the OS alone delays a thread that long now and then
+    // (CI once saw 4). The bound is set against the bugs it must catch: timers fired in the order
+    // they were set gives kN - 1 = 29 descents, fired in no particular order about 14.5 +- 1.6.
+    constexpr int kMaxInversions = 8;
     int inversions = 0;
     for (int i = 1; i < kN; ++i) inversions += order[i] < order[i - 1];
     INFO("inversions " << inversions);
-    CHECK(inversions <= 3);
+    CHECK(inversions <= kMaxInversions);
   });
 }
 

@@ -171,6 +171,16 @@ Config Config::from_env() {
     if (*v == '\0') bad("NUGO_STATS", v, "expected a file path, or - for stderr");
     cfg.stats_path = v;
   }
+  if (const char* v = std::getenv("NUGO_TRACE")) {
+    if (*v == '\0') bad("NUGO_TRACE", v, "expected a file path");
+    cfg.trace_path = v;
+  }
+  if (const char* v = std::getenv("NUGO_TRACE_MAX")) {
+    std::size_t size = 0;
+    if (!detail::parse_size(v, &size)) bad("NUGO_TRACE_MAX", v, "expected a size such as 256m or 1g");
+    if (size < kMinTraceMax) bad("NUGO_TRACE_MAX", v, "the cap must be at least 64k");
+    cfg.trace_max = size;
+  }
   cfg.validate();
   return cfg;
 }
@@ -205,6 +215,8 @@ void Config::validate() const {
   if (numa.ready != NumaPolicy::Ready::waker && numa.ready != NumaPolicy::Ready::home)
     throw ConfigError("Config::numa.ready=" + std::to_string(static_cast<int>(numa.ready)) +
                       ": expected Ready::waker or Ready::home");
+  if (trace_max < kMinTraceMax)
+    throw ConfigError("Config::trace_max=" + std::to_string(trace_max) + ": expected at least 64k");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

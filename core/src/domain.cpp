@@ -13,6 +13,7 @@
 #include "fatal.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -140,6 +141,7 @@ void acquirep(P* pp) {
                            // hand it one of another domain); idle, to the list it is on
   pp->m = m;
   pp->status.store(PStatus::running, rlx);
+  traceev(Ev::proc_start, pp->id, 0);
   // A P starts running: sysmon, asleep while every P was idle, has work again.
   if (sched->sysmonwait.load(std::memory_order_acquire) && sched->sysmonwait.exchange(false))
     sched->sysmon_note.wakeup();
@@ -149,6 +151,7 @@ P* releasep() {
   M* m = getm();
   P* pp = m->p;
   if (!pp || pp->m != m) fatal("releasep: P not owned by this M");
+  traceev(Ev::proc_stop, pp->id, 0);
   pp->m = nullptr;
   pp->status.store(PStatus::idle, rlx);
   m->p = nullptr;

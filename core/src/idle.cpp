@@ -19,6 +19,7 @@
 #include "netpoll.hpp"
 #include "proc.hpp"
 #include "timer.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -206,6 +207,7 @@ Wake stopm(M* m, bool may_watch) {
     deadline_ns = nanotime() + kIdleMLifetimeNs;
   }
   unlock();
+  traceev(Ev::m_park, -1, 0);
   for (;;) {
     if (deadline_ns)
       m->park.sleep_until(deadline_ns);
@@ -213,6 +215,7 @@ Wake stopm(M* m, bool may_watch) {
       m->park.sleep();
     m->park.clear();
     if (m->nextp) {
+      traceev(Ev::m_unpark, -1, 0);
       acquirep(m->nextp);
       m->nextp = nullptr;
       return Wake::p;
@@ -230,6 +233,7 @@ Wake stopm(M* m, bool may_watch) {
     d->lock.unlock();
     if (listed) return on_deadline;
     if (handed) {
+      traceev(Ev::m_unpark, -1, 0);
       acquirep(handed);
       m->nextp = nullptr;
       return Wake::p;
@@ -299,6 +303,8 @@ bool idle_until_p(M* m) {
       std::int64_t delay = next == 0 ? -1 : std::max<std::int64_t>(0, next - nanotime());
       G* gl[kNetpollMaxReady];
       int n = netpoll(delay, gl);
+      if (n > 0) traceev(Ev::poll, -1, 0, 0, static_cast<std::uint32_t>(n),
+                         static_cast<std::uint8_t>(PollFrom::idle_m));
       sched->poll_until.store(0, sc);
       sched->lastpoll.store(nanotime(), sc);
       if (sched->stopping.load(rlx)) return false;  // the readied ones are abandoned with the rest

@@ -14,6 +14,7 @@ namespace nugo::detail {
 struct G;
 struct P;
 struct Domain;
+struct TraceBuf;
 
 // Cache-line aligned: each M is written by its own thread all the time (fastrand, curg), and
 // neighbours allocated back to back would otherwise share lines.
@@ -45,6 +46,10 @@ struct alignas(64) M {
   std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
   bool exiting = false;          // the M leaves after this G (a locked G exited)
   int bound_key = -1;            // Sched::bind_key of the CPU set the thread is bound to
+  // The execution tracer (trace.cpp): this M's buffer, and the flag it raises while writing
+  // a record there, which stop() waits on before taking the buffer.
+  std::atomic<std::uint32_t> trace_busy{0};
+  TraceBuf* trace_buf = nullptr;
 
   std::uint32_t rand() {  // wyrand
     fastrand += 0xa0761d6478bd642full;

@@ -50,7 +50,7 @@ __attribute__((visibility("hidden"))) void nugo_async_preempt2();
 
 namespace nugo::detail {
 
-void gopreempt();  // proc.cpp
+void gopreempt(bool by_signal);  // proc.cpp
 
 __attribute__((noinline, noipa)) int* errno_location() { return &errno; }
 
@@ -273,7 +273,7 @@ extern "C" void nugo_async_preempt2() {
   int saved_errno = *errno_location();
   G* gp = getg();
   sched->async_preemptions.fetch_add(1, std::memory_order_relaxed);
-  gopreempt();
+  gopreempt(true);
   *errno_location() = saved_errno;
   release_locks(gp);  // taken by inject_call
 }
@@ -285,7 +285,7 @@ void preempt_point() {
   detail::G* gp = detail::getg();
   if (!gp || gp->locks != 0 || !detail::preempt_due(gp)) return;
   int saved_errno = *detail::errno_location();
-  detail::gopreempt();
+  detail::gopreempt(false);
   *detail::errno_location() = saved_errno;
 }
 

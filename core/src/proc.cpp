@@ -29,6 +29,7 @@
 #include "signals.hpp"
 #include "threadlocks.hpp"
 #include "timer.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 
@@ -214,6 +215,7 @@ Next execute(M* m, G* gp, bool inherit_time) {
   gp->status.store(GStatus::running, rlx);
   bump(pp->stats.runs);  // runs_home is runs - runs_away, made at snapshot time
   if (gp->home != pp->node) [[unlikely]] bump(pp->stats.runs_away);
+  traceev(Ev::go_start, pp->id, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
   if (pp->nowork_since) [[unlikely]] pp->nowork_since = 0;  // it has work (remote_delay)
   if (!inherit_time) {  // a new time slice
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
@@ -238,6 +240,7 @@ Next execute(M* m, G* gp, bool inherit_time) {
 
 Next goexit0(M* m, G* gp) {
   P* pp = m->p;
+  traceev(Ev::go_stop, pp->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::end));
   if (gp->lockedm) {
     // Exited while locked to its thread: as in Go, the thread ends with it, since the G may
     // have left it in a state no other goroutine should inherit.
@@ -261,7 +264,7 @@ Next goexit0(M* m, G* gp) {
 // timer is pending, findrunnable would lock the global queue next anyway to take a batch;
 // doing both in one critical section halves the cost of a yield and picks exactly the same G.
 // (With a timer pending, findrunnable must run it first: a yield loop would starve it.)
-Next gosched_m(M* m, G* gp) {
+Next requeue_global(M* m, G* gp) {
   P* pp = m->p;
   Domain* d = pp->domain;
   gp->status.store(GStatus::runnable, rlx);
@@ -277,14 +280,20 @@ Next gosched_m(M* m, G* gp) {
   return {next, false};
 }
 
+Next gosched_m(M* m, G* gp) {
+  traceev(Ev::go_stop, m->p->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::yield));
+  return requeue_global(m, gp);
+}
+
 // Go's gopreempt_m: as gosched_m. The slice sysmon ended is over now: whatever runs next
 // starts a new one, even a G taken from runnext (a timer may just have readied it there).
-Next gopreempt_m(M* m, G* gp) {
+Next preempt_requeue(M* m, G* gp, StopWhy why) {
   P* pp = m->p;
+  traceev(Ev::go_stop, pp->id, gp->goid, 0, 0, static_cast<std::uint8_t>(why));
   bump(pp->stats.preemptions);
   pp->preempt.store(false, rlx);
   pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
-  Next next = gosched_m(m, gp);
+  Next next = requeue_global(m, gp);
   // NUMA mode: gp waits in the global queue of a node whose Ps are all busy; an idle node
   // should take it (two goroutines preempting each other would otherwise share one node
   // forever). A no-op in flat mode, where a busy P's domain has no remote nodes.
@@ -292,13 +301,19 @@ Next gopreempt_m(M* m, G* gp) {
   return next;
 }
 
+Next gopreempt_m(M* m, G* gp) { return preempt_requeue(m, gp, StopWhy::preempt_cooperative); }
+Next gopreempt_signal_m(M* m, G* gp) { return preempt_requeue(m, gp, StopWhy::preempt_signal); }
+
 Next goyield_m(M* m, G* gp) {
+  traceev(Ev::go_stop, m->p->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::yield));
   gp->status.store(GStatus::runnable, rlx);
   runqput(m->p, gp, false);
   return {};
 }
 
 Next park_m(M* m, G* gp) {
+  traceev(Ev::go_stop, m->p->id, gp->goid, 0, static_cast<std::uint32_t>(gp->waitreason),
+          static_cast<std::uint8_t>(StopWhy::block));
   gp->status.store(GStatus::waiting, std::memory_order_release);
   auto unlockf = m->waitunlockf;
   m->waitunlockf = nullptr;
@@ -322,6 +337,14 @@ void ready_status(G* gp) {
           to_string(s));
   gp->waitreason = WaitReason::none;
   gp->status.store(GStatus::runnable, std::memory_order_relaxed);
+  if (tracing()) [[unlikely]] {
+    M* m = getm();
+    G* waker = m ? m->curg : nullptr;
+    UnblockBy by = waker ? UnblockBy::goroutine : m ? UnblockBy::scheduler : UnblockBy::thread;
+    trace_event(Ev::go_unblock, m && m->p ? m->p->id : -1, gp->goid,
+                waker ? static_cast<std::uint64_t>(waker->goid) : 0, 0,
+                static_cast<std::uint8_t>(by));
+  }
 }
 
 namespace {
@@ -392,6 +415,8 @@ top:
     // poller meanwhile (lastpoll 0), and that must stay visible.
     if (n >= 0) sched->lastpoll.compare_exchange_strong(last, nanotime(), sc);
     if (n > 0) {
+      traceev(Ev::poll, pp->id, 0, 0, static_cast<std::uint32_t>(n),
+              static_cast<std::uint8_t>(PollFrom::findrunnable));
       injectglist(gl + 1, n - 1);
       ready_status(gl[0]);
       return gl[0];
@@ -595,6 +620,8 @@ void newproc1(G* gp, int node) {
     gp->goid = next_goid(pp);
     bump(pp->stats.created);
     gp->home = static_cast<std::int16_t>(node >= 0 ? node : pp->node);
+    traceev(Ev::go_create, pp->id, gp->goid, m->curg ? static_cast<std::uint64_t>(m->curg->goid) : 0,
+            static_cast<std::uint32_t>(gp->home));
     if (placed) return pinnedput_wake(home_domain(gp), gp, pp->node);
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
     wakep(pp->domain);
@@ -605,6 +632,7 @@ void newproc1(G* gp, int node) {
   Domain* d = foreign_domain();
   int here = thread_node(d);
   gp->home = static_cast<std::int16_t>(node >= 0 ? node : here);
+  traceev(Ev::go_create, -1, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
   if (placed) d = home_domain(gp);
   d->created_foreign.fetch_add(1, rlx);
   if (placed) return pinnedput_wake(d, gp, here);
@@ -718,7 +746,7 @@ void goready(G* gp) {
 }
 
 void gosched() { mcall(gosched_m); }
-void gopreempt() { mcall(gopreempt_m); }
+void gopreempt(bool by_signal) { mcall(by_signal ? gopreempt_signal_m : gopreempt_m); }
 
 void goyield() { mcall(goyield_m); }
 

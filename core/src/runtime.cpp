@@ -28,6 +28,7 @@
 #include "preempt.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -270,6 +271,21 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     throw;
   }
   sched->stats_file = stats_file;
+  if (!cfg.trace_path.empty()) {
+    // Before any goroutine exists, so that the trace has the whole run; a path that cannot
+    // be written is bad input, as for the statistics.
+    try {
+      trace_start_run();
+    } catch (const std::exception& e) {
+      ConfigError bad("NUGO_TRACE=\"" + cfg.trace_path + "\": " + e.what());
+      delete sched;
+      sched = nullptr;
+      numa::detail::publish_topology(nullptr, false);
+      if (stats_file && stats_file != stderr) std::fclose(stats_file);
+      if (!exit_on_bad_config) throw bad;
+      bad_config(bad);
+    }
+  }
   preempt::init(cfg);
   try {
     sched->sysmon = std::thread(sysmon_main);
@@ -318,6 +334,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
   save_final_stats(*sched);  // every M is gone: the counts are final
+  trace_stop_run();          // and the trace, if one is still on, is complete
   tearing_down = true;
   delete sched;
   tearing_down = false;

@@ -168,7 +168,7 @@ bool enter_runtime_to_read();
 // Go's goyield: like gosched, but to the tail of the local run queue.
 void goyield();
 // Go's gopreempt_m, from the running G: to the global run queue (preempt.cpp).
-void gopreempt();
+void gopreempt(bool by_signal);
 // Makes goroutines the poller readied (still `waiting`) runnable: onto the current P's run
 // queue, except as many as there are idle Ps, which go to the global queue with an M started
 // for each (Go's injectglist). Without a P, all go to the global queue.

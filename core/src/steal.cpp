@@ -7,6 +7,7 @@
 // NumaPolicy::remote_take says.
 #include "proc.hpp"
 #include "timer.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 
@@ -20,9 +21,11 @@ void probe(const P* thief, const Domain* d, const P* victim) {
   if (StealProbe f = steal_probe.load(rlx)) [[unlikely]] f(thief, d, victim);
 }
 
-// A steal from victim moved the Gs now in pp's ring from position t on, plus the one returned.
-void count_steal(P* pp, const P* victim, std::uint32_t t) {
+// A steal from victim moved the Gs now in pp's ring from position t on, plus gp, returned.
+void count_steal(P* pp, const P* victim, std::uint32_t t, const G* gp) {
   std::uint64_t n = pp->runqtail.load(rlx) - t + 1;
+  traceev(Ev::steal, pp->id, gp->goid, static_cast<std::uint64_t>(victim->id),
+          static_cast<std::uint32_t>(n), victim->node != pp->node);
   if (victim->node == pp->node) {
     bump(pp->stats.steals_same_node);
     bump(pp->stats.moved_same_node, n);
@@ -35,7 +38,7 @@ void count_steal(P* pp, const P* victim, std::uint32_t t) {
 G* steal_from(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take, int adopt_node) {
   std::uint32_t t = pp->runqtail.load(rlx);
   G* gp = runqsteal(pp, victim, steal_runnext, take, adopt_node);
-  if (gp) count_steal(pp, victim, t);
+  if (gp) count_steal(pp, victim, t, gp);
   return gp;
 }
 

@@ -17,6 +17,7 @@
 #include "fatal.hpp"
 #include "preempt.hpp"
 #include "proc.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -30,6 +31,7 @@ void entersyscall(bool block) {
   P* pp = m->p;
   if (!pp) fatal("entersyscall: no P (nested nugo::syscall?)");
   gp->status.store(GStatus::syscall, rlx);
+  traceev(Ev::syscall_enter, pp->id, gp->goid);
   pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
   m->oldp = pp;
   m->p = nullptr;
@@ -40,6 +42,7 @@ void entersyscall(bool block) {
   }
   // Known to block: hand the P off at once (the M will not be back soon).
   m->oldp = nullptr;
+  traceev(Ev::handoff, pp->id, gp->goid);
   pp->status.store(PStatus::idle, std::memory_order_release);
   handoffp(pp);
 }
@@ -79,11 +82,13 @@ void exitsyscall() {
   } else {
     // Any idle P, our domain's first (Go's exitsyscallfast).
     if (!acquire_idle_p_nearest(m)) {
+      traceev(Ev::syscall_exit, -1, gp->goid);
       mcall(exitsyscall0);  // returns on whichever M runs gp again, status set by execute
       return;
     }
   }
   P* pp = getm()->p;
+  traceev(Ev::syscall_exit, pp->id, gp->goid);
   pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
   gp->status.store(GStatus::running, rlx);
 }

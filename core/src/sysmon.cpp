@@ -26,6 +26,7 @@
 
 #include "netpoll.hpp"
 #include "preempt.hpp"
+#include "trace.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
 
@@ -84,6 +85,7 @@ int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
       continue;
     PStatus expected = PStatus::syscall;
     if (pp->status.compare_exchange_strong(expected, PStatus::idle, std::memory_order_acq_rel)) {
+      traceev(Ev::handoff, pp->id, 0);  // before anyone else can run pp (trace.cpp pairs it)
       handoffp(pp);
       ++n;
     }
@@ -99,7 +101,10 @@ void netpoll_if_forgotten(std::int64_t now) {
   if (last == 0 || last + kNetpollForgottenNs > now || !sched->lastpoll.compare_exchange_strong(last, now))
     return;
   G* gl[kNetpollMaxReady];
-  injectglist(gl, netpoll_nonblocking(gl));  // nothing if another M polls (-1)
+  int n = netpoll_nonblocking(gl);  // nothing if another M polls (-1)
+  if (n > 0) traceev(Ev::poll, -1, 0, 0, static_cast<std::uint32_t>(n),
+                     static_cast<std::uint8_t>(PollFrom::sysmon));
+  injectglist(gl, n);
 }
 
 bool every_p_idle() {

@@ -6,6 +6,7 @@
 #include "fatal.hpp"
 #include "netpoll.hpp"
 #include "sched.hpp"
+#include "trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -136,6 +137,7 @@ int checktimers(P* pp, std::int64_t now) {
     }
     update_timer0(pp);
     pp->timerslock.unlock();
+    if (n > 0) traceev(Ev::timer_fire, pp->id, 0, 0, static_cast<std::uint32_t>(n));
     for (int i = 0; i < n; ++i) due[i].f(due[i].arg, now);
     ran += n;
     if (n < kBatch) return ran;

@@ -21,8 +21,12 @@
 #include <benchmark/benchmark.h>
 #include <boost/context/detail/fcontext.hpp>
 #include <nugo/nugo.hpp>
+#include <nugo/trace.hpp>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,8 +54,31 @@ void raw_switch(benchmark::State& state) {
   munmap(stack, kStack);
 }
 
-void yield_ping(benchmark::State& state, int procs) {
+// The *_traced twins run the same loop with the execution tracer recording (nugo/trace.hpp):
+// what tracing costs. Records stream to a temporary file as in any trace and are discarded at
+// the end, when the timing is over: writing the JSON is post-processing, as `go tool trace`'s.
+// No cap: a capped trace would stop recording part way and hide the cost.
+class Tracing {
+ public:
+  explicit Tracing(bool on) : on_(on) {
+    if (on_)
+      nugo::trace::start(std::filesystem::temp_directory_path() /
+                             ("nugo-bench-trace-" + std::to_string(getpid()) + ".json"),
+                         std::size_t{1} << 40);
+  }
+  ~Tracing() {
+    if (on_) nugo::trace::discard();
+  }
+  Tracing(const Tracing&) = delete;
+  Tracing& operator=(const Tracing&) = delete;
+
+ private:
+  bool on_;
+};
+
+void yield_ping(benchmark::State& state, int procs, bool traced) {
   nugo::run([&] {
+    Tracing tracing(traced);
     std::atomic<bool> stop{false};
     nugo::WaitGroup wg;
     wg.add(1);
@@ -102,8 +129,9 @@ void fanout_100k(benchmark::State& state, int procs) {
 
 // ---- skynet and fib (workloads.hpp) ----
 
-void skynet_bench(benchmark::State& state, int procs) {
+void skynet_bench(benchmark::State& state, int procs, bool traced) {
   nugo::run([&] {
+    Tracing tracing(traced);
     for (auto _ : state) {
       if (workloads::run_skynet() != workloads::kSkynetChecksum)
         state.SkipWithError("skynet: wrong checksum");
@@ -398,7 +426,8 @@ void ping_pong_hog(benchmark::State& state) {
 
 void register_all() {
   benchmark::RegisterBenchmark("raw_switch", raw_switch)->UseRealTime();
-  benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1)->UseRealTime();
+  benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1, false)->UseRealTime();
+  benchmark::RegisterBenchmark("yield_ping_traced/procs:1", yield_ping, 1, true)->UseRealTime();
   for (int procs : {1, 2}) {
     std::string suffix = "/procs:" + std::to_string(procs);
     benchmark::RegisterBenchmark(("create_and_run" + suffix).c_str(), create_and_run, procs)
@@ -411,7 +440,8 @@ void register_all() {
     auto add = [&](const std::string& name, auto fn, auto... args) {
       benchmark::RegisterBenchmark((name + suffix).c_str(), fn, procs, args...)->UseRealTime();
     };
-    add("skynet", skynet_bench);
+    add("skynet", skynet_bench, false);
+    add("skynet_traced", skynet_bench, true);
     add("fib", fib_bench);
     add("chan_sync", chan_sync);
     add("chan_prod_cons0", chan_prod_cons, std::size_t{0});

@@ -98,6 +98,13 @@ struct Config {
   // "" for nowhere, "-" for stderr, else a file, created or truncated when run() starts (so
   // that a path that cannot be written is reported before anything runs). Env: NUGO_STATS.
   std::string stats_path;
+  // Where run() records an execution trace of the whole run (nugo/trace.hpp): "" for no trace,
+  // else a file, created or truncated when run() starts and written when it returns. The file
+  // stays below trace_max bytes (recording stops there, with a message). Env: NUGO_TRACE and
+  // NUGO_TRACE_MAX ("256m", "1g", bytes).
+  std::string trace_path;
+  std::size_t trace_max = std::size_t{256} << 20;
+  static constexpr std::size_t kMinTraceMax = std::size_t{64} << 10;
   // Says on stderr what NUMA mode could not do as asked (memory not bound on an emulated
   // topology). Env: NUGO_DEBUG=numa=1.
   bool debug_numa = false;
@@ -109,7 +116,7 @@ struct Config {
   static constexpr std::chrono::milliseconds kMaxSchedtrace{3'600'000};
 
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
-  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_STATS and NUGO_DEBUG (comma-separated key=value, as
+  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
   // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();

@@ -1,0 +1,58 @@
+// The execution tracer's recording side: what the scheduler calls (core/README.md, "Execution
+// tracer"). Each call site is one relaxed load and a predicted branch while no trace is being
+// recorded; while one is, trace_event appends a 32-byte record to the calling M's buffer
+// (trace.cpp) without a lock or an allocation, and trace.cpp turns the records into Chrome
+// trace-event JSON when the trace stops.
+//
+// Call sites run on g0, or on a goroutine's stack inside NoPreempt: the record goes to the
+// buffer of the M that getm() names, which must stay that goroutine's M until it is written.
+// Never from a signal handler (the handler could interrupt a record half written).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace nugo::detail {
+
+struct M;
+
+// What a record says. `g`, `arg`, `x` and `b` are the fields of Event (trace.cpp).
+enum class Ev : std::uint8_t {
+  go_create,      // g created by goroutine arg (0: a thread outside nugo); x: its home node index
+  go_start,       // g starts running on p (execute); x: its home node index
+  go_stop,        // g leaves p; b: StopWhy; x: its WaitReason when it blocked
+  go_unblock,     // g made runnable by goroutine arg (0: the runtime, b says which side)
+  steal,          // p took x goroutines from P arg's run queue; g: the one it runs; b: 1 if remote
+  syscall_enter,  // g enters a system call on p, keeping its M
+  syscall_exit,   // g returns from it on p (-1: no P free; it queues and waits for one)
+  handoff,        // p, left by a goroutine in a system call, is given to another M or idled
+  proc_start,     // p attaches to the M (acquirep)
+  proc_stop,      // p detaches from the M (releasep)
+  m_park,         // the M sleeps with no P (stopm)
+  m_unpark,       // and wakes with one
+  timer_fire,     // p ran x due timers
+  poll,           // the network poller readied x goroutines; b: PollFrom
+};
+
+enum class StopWhy : std::uint8_t { end, yield, preempt_signal, preempt_cooperative, block };
+enum class UnblockBy : std::uint8_t { goroutine, scheduler, thread };  // who called goready
+enum class PollFrom : std::uint8_t { findrunnable, idle_m, sysmon };
+
+extern std::atomic<bool> trace_on;
+
+void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_t x,
+                 std::uint8_t b);
+
+inline bool tracing() { return trace_on.load(std::memory_order_relaxed); }
+
+inline void traceev(Ev kind, int p, std::int64_t g, std::uint64_t arg = 0, std::uint32_t x = 0,
+                    std::uint8_t b = 0) {
+  if (tracing()) [[unlikely]] trace_event(kind, p, g, arg, x, b);
+}
+
+// run() starts a trace from Config::trace_path before the main goroutine exists, and stops
+// whatever trace is on once every M has been joined (runtime.cpp).
+void trace_start_run();
+void trace_stop_run();
+
+}  // namespace nugo::detail

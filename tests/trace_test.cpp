@@ -1,0 +1,193 @@
+// The execution tracer's interface (nugo/trace.hpp): start and stop from goroutines while the
+// scheduler runs, the errors, the cap, discard. The whole-run traces are checked against the
+// statistics by scripts/trace_check.py (tests/CMakeLists.txt); here the files get the checks
+// a C++ test can make without a JSON parser: the frame, and a begin for every end.
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nugo/nugo.hpp>
+#include <nugo/trace.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "child_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("nugo-trace-test-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The frame of a finished trace, and as many slice ends as begins.
+void check_trace_file(const std::string& path) {
+  std::string text = slurp(path);
+  INFO(path);
+  REQUIRE(text.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0) == 0);
+  REQUIRE(text.size() > 3);
+  CHECK(text.substr(text.size() - 3) == "}}\n");
+  CHECK(count(text, "\"generator\":\"nugo\"") == 1);
+  CHECK(count(text, "\"ph\":\"B\"") == count(text, "\"ph\":\"E\""));
+}
+
+nugo::Config procs(int n) {
+  nugo::Config cfg;
+  cfg.procs = n;
+  cfg.mode = nugo::Mode::flat;
+  return cfg;
+}
+
+// Goroutines that keep the scheduler busy (channels, creation, yields) until stop is set.
+void churn(std::atomic<bool>& stop, nugo::WaitGroup& wg, int workers) {
+  wg.add(workers);
+  for (int w = 0; w < workers; ++w)
+    nugo::go([&stop, &wg] {
+      nugo::Chan<int> c(1);
+      while (!stop.load(std::memory_order_relaxed)) {
+        nugo::WaitGroup inner;
+        inner.add(1);
+        nugo::go([&inner, c]() mutable {
+          c.send(1);
+          inner.done();
+        });
+        c.recv();
+        inner.wait();
+        nugo::yield();
+      }
+      wg.done();
+    });
+}
+
+}  // namespace
+
+TEST_CASE("trace::start and stop record part of a run while goroutines run", "[trace]") {
+  const std::string first = temp_path("first.json"), second = temp_path("second.json");
+  nugo::run([&] {
+    std::atomic<bool> stop{false};
+    nugo::WaitGroup wg;
+    churn(stop, wg, 3);
+    CHECK_FALSE(nugo::trace::active());
+    CHECK_FALSE(nugo::trace::stop());  // nothing to stop
+    nugo::trace::start(first);
+    CHECK(nugo::trace::active());
+    nugo::sleep_for(std::chrono::milliseconds(20));
+    CHECK(nugo::trace::stop());
+    CHECK_FALSE(nugo::trace::active());
+    CHECK_FALSE(nugo::trace::stop());
+    nugo::trace::start(second);  // a second trace in the same run
+    nugo::sleep_for(std::chrono::milliseconds(10));
+    CHECK(nugo::trace::stop());
+    stop = true;
+    wg.wait();
+  }, procs(2));
+  check_trace_file(first);
+  check_trace_file(second);
+  CHECK(count(slurp(first), "\"ph\":\"B\"") > 10);  // it saw the goroutines run
+  fs::remove(first);
+  fs::remove(second);
+}
+
+// Stop takes every M's buffer while the Ms record (trace.cpp, "Stopping while Ms run"): many
+// short traces, each stopped in the middle of the churn, must each come out whole.
+TEST_CASE("traces stopped again and again in the middle of scheduling come out whole", "[trace]") {
+  const std::string path = temp_path("repeat.json");
+  nugo::run([&] {
+    std::atomic<bool> stop{false};
+    nugo::WaitGroup wg;
+    churn(stop, wg, 4);
+    for (int i = 0; i < 20; ++i) {
+      nugo::trace::start(path);
+      nugo::sleep_for(std::chrono::milliseconds(1));
+      REQUIRE(nugo::trace::stop());
+      check_trace_file(path);
+    }
+    stop = true;
+    wg.wait();
+  }, procs(2));
+  fs::remove(path);
+}
+
+TEST_CASE("trace::start refuses a second trace, a path it cannot write, a tiny cap, and calls "
+          "outside run", "[trace]") {
+  CHECK_THROWS_AS(nugo::trace::start(temp_path("outside.json")), std::logic_error);
+  CHECK_THROWS_AS(nugo::trace::stop(), std::logic_error);
+  const std::string path = temp_path("refuse.json");
+  nugo::run([&] {
+    nugo::trace::start(path);
+    CHECK_THROWS_AS(nugo::trace::start(temp_path("other.json")), std::logic_error);
+    CHECK(nugo::trace::stop());
+    try {
+      nugo::trace::start("/nonexistent-dir/trace.json");
+      FAIL("start accepted a path in a directory that does not exist");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()).find("/nonexistent-dir/trace.json") != std::string::npos);
+    }
+    CHECK_FALSE(nugo::trace::active());
+    CHECK_THROWS_AS(nugo::trace::start(path, 1000), std::invalid_argument);
+    CHECK_FALSE(nugo::trace::active());
+  }, procs(1));
+  check_trace_file(path);
+  fs::remove(path);
+}
+
+TEST_CASE("trace::discard stops recording and leaves no file", "[trace]") {
+  const std::string path = temp_path("discard.json");
+  nugo::run([&] {
+    nugo::trace::start(path);
+    CHECK(fs::exists(path));
+    nugo::go([] {});
+    nugo::yield();
+    CHECK(nugo::trace::discard());
+    CHECK_FALSE(nugo::trace::discard());
+  }, procs(1));
+  CHECK_FALSE(fs::exists(path));
+}
+
+TEST_CASE("a trace stops at NUGO_TRACE_MAX with a message, and the file stays whole and below it",
+          "[trace]") {
+  const std::string path = temp_path("capped.json");
+  ChildResult r = run_child_process("NUGO_PROCS=2 NUGO_TRACE_MAX=64k NUGO_TRACE=" + path,
+                                    NUGO_TEST_CHILD " trace-workload");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("NUGO_TRACE_MAX") != std::string::npos);
+  check_trace_file(path);
+  CHECK(fs::file_size(path) <= 64 * 1024);
+  CHECK(count(slurp(path), "\"truncated\":true") == 1);
+  fs::remove(path);
+}
+
+TEST_CASE("NUGO_TRACE and NUGO_TRACE_MAX: bad values are named, with exit 2", "[trace]") {
+  ChildResult r = run_child_process("NUGO_TRACE=/nonexistent-dir/t.json", NUGO_TEST_CHILD " run");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("NUGO_TRACE=\"/nonexistent-dir/t.json\"") != std::string::npos);
+  CHECK(r.output.find("ran") == std::string::npos);  // refused before anything ran
+
+  for (const char* bad : {"abc", "1k", "-5"}) {
+    ChildResult m = run_child_process(std::string("NUGO_TRACE_MAX=") + bad, NUGO_TEST_CHILD " run");
+    INFO(bad << ": " << m.output);
+    CHECK(m.exit_code == 2);
+    CHECK(m.output.find("NUGO_TRACE_MAX") != std::string::npos);
+  }
+}
