@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
@@ -315,6 +316,51 @@ TEST_CASE("errno set before a spin survives preemption and migration", "[preempt
         procs(2, 200us));
   }
   CHECK(migrations > 0);
+}
+
+// Leaving a system call may resume the goroutine on another thread; an exception thrown by
+// the call's body must still be thrown and caught on one thread (the C++ runtime counts the
+// exceptions in flight per thread), so nugo::syscall carries it out of the call.
+TEST_CASE("an exception thrown inside nugo::syscall is caught by the goroutine, on whatever "
+          "thread it resumes", "[preempt][syscall]") {
+  nugo::run(
+      [] {
+        std::atomic<bool> stop{false};
+        nugo::WaitGroup busy;
+        busy.add(4);  // they take the P each call hands off: the caller comes back elsewhere
+        for (int i = 0; i < 4; ++i)
+          nugo::go([&] {
+            while (!stop.load(std::memory_order_relaxed)) nugo::yield();
+            busy.done();
+          });
+        std::atomic<int> caught{0}, wrong{0};
+        nugo::WaitGroup wg;
+        wg.add(8);
+        for (int i = 0; i < 8; ++i)
+          nugo::go([&] {
+            for (int k = 0; k < 10; ++k) {
+              try {
+                if (k % 2)
+                  nugo::blocking_syscall([] { throw std::runtime_error("from a blocking call"); });
+                else
+                  (void)nugo::syscall([]() -> int { throw std::runtime_error("from a call"); });
+              } catch (const std::runtime_error&) {
+                ++caught;
+              }
+              if (std::uncaught_exceptions() != 0) ++wrong;
+              nugo::yield();
+              if (std::uncaught_exceptions() != 0) ++wrong;
+            }
+            wg.done();
+          });
+        wg.wait();
+        stop = true;
+        busy.wait();
+        CHECK(caught.load() == 80);
+        CHECK(wrong.load() == 0);
+        CHECK(nugo::syscall([] { return 42; }) == 42);  // and values still come back
+      },
+      procs(2));
 }
 
 TEST_CASE("100 goroutines in 1 ms nanosleep syscalls do not stop a compute goroutine",

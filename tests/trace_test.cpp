@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <nugo/nugo.hpp>
@@ -134,6 +135,16 @@ TEST_CASE("trace::start refuses a second trace, a path it cannot write, a tiny c
   CHECK_THROWS_AS(nugo::trace::stop(), std::logic_error);
   const std::string path = temp_path("refuse.json");
   nugo::run([&] {
+    // Busy goroutines take the P that each call below hands off: the caller comes back on
+    // another thread, which is what the last check is about.
+    std::atomic<bool> stop{false};
+    nugo::WaitGroup busy;
+    busy.add(4);
+    for (int i = 0; i < 4; ++i)
+      nugo::go([&] {
+        while (!stop.load(std::memory_order_relaxed)) nugo::yield();
+        busy.done();
+      });
     nugo::trace::start(path);
     CHECK_THROWS_AS(nugo::trace::start(temp_path("other.json")), std::logic_error);
     CHECK(nugo::trace::stop());
@@ -146,7 +157,26 @@ TEST_CASE("trace::start refuses a second trace, a path it cannot write, a tiny c
     CHECK_FALSE(nugo::trace::active());
     CHECK_THROWS_AS(nugo::trace::start(path, 1000), std::invalid_argument);
     CHECK_FALSE(nugo::trace::active());
-  }, procs(1));
+    // The errors come out of a blocking system call, after which the goroutine may run on
+    // another thread: each exception must still be thrown and caught on one thread, or the
+    // threads' counts of exceptions in flight go wrong for every goroutine after.
+    std::atomic<int> wrong{0};
+    nugo::WaitGroup wg;
+    wg.add(20);
+    for (int i = 0; i < 20; ++i)
+      nugo::go([&] {
+        for (int k = 0; k < 5; ++k) {
+          if (std::uncaught_exceptions() != 0) ++wrong;
+          nugo::yield();
+        }
+        wg.done();
+      });
+    wg.wait();
+    CHECK(wrong.load() == 0);
+    CHECK(std::uncaught_exceptions() == 0);
+    stop = true;
+    busy.wait();
+  }, procs(2));
   check_trace_file(path);
   fs::remove(path);
 }

@@ -88,7 +88,7 @@ void exitsyscall() {
     }
   }
   P* pp = getm()->p;
-  traceev(Ev::syscall_exit, pp->id, gp->goid);
+  traceev(Ev::syscall_exit, pp->id, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
   pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
   gp->status.store(GStatus::running, rlx);
 }

@@ -53,6 +53,7 @@
 #include "nugo/syscall.hpp"
 #include "nugo/trace.hpp"
 #include "preempt.hpp"
+#include "fatal.hpp"
 #include "proc.hpp"
 
 namespace nugo::detail {
@@ -92,7 +93,13 @@ constexpr auto sc = std::memory_order_seq_cst;
 // exactly (Session::json_cap).
 constexpr std::uint64_t kJsonBytesPerEvent = 160;
 
-bool invariant_tsc() {
+// The TSC is the clock when the CPU says it is invariant and the kernel trusts it enough to
+// base CLOCK_MONOTONIC on it (it is the current clocksource, which the kernel gives up when
+// it finds the TSCs of its CPUs out of step); else CLOCK_MONOTONIC itself.
+bool usable_tsc() {
+  std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string name;
+  if (!(source >> name) || name != "tsc") return false;
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
@@ -185,9 +192,11 @@ struct Session {
   }
 };
 
-Session* cur = nullptr;        // published before trace_on is set, freed after every M let go
-std::mutex session_mu;         // start and stop, one at a time
-std::mutex shared_mu;          // Session::shared
+std::mutex session_mu;  // start and stop, one at a time
+std::mutex shared_mu;   // Session::shared, and cur's changes
+// The trace being recorded. Set (under shared_mu) before trace_on, cleared (under shared_mu)
+// once no M can be recording; an M reads it only between its busy flag and seeing trace_on.
+Session* cur = nullptr;
 
 void write_all(int fd, const void* data, std::size_t n, int* err) {
   const char* p = static_cast<const char*>(data);
@@ -212,6 +221,12 @@ void write_chunk(Session* s, const TraceBuf* b) {
 
 // The writer thread: full buffers to the temporary file, and the cap.
 void writer_main(Session* s) {
+  // Started from a goroutine, the thread inherits its M's binding (one CPU with NUGO_BIND=pu):
+  // it would compete with that P alone. Any CPU the process may use will do.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+  sched_setaffinity(0, sizeof all, &all);  // the kernel keeps the CPUs the process may use
   for (;;) {
     bool exiting = s->writer_exit.load(std::memory_order_acquire);
     TraceBuf* list = s->full.exchange(nullptr, std::memory_order_acquire);
@@ -370,7 +385,8 @@ std::string json_string(const std::string& s) {
 class Converter {
  public:
   Converter(const Session& s, JsonOut& out, double ns_per_tick)
-      : s_(s), out_(out), ns_per_tick_(ns_per_tick), open_(s.p_node.size()) {}
+      : s_(s), out_(out), ns_per_tick_(ns_per_tick), open_(s.p_node.size()),
+        in_syscall_(s.p_node.size(), 0) {}
 
   void metadata(const std::vector<std::uint32_t>& ms, bool other) {
     std::vector<int> nodes = s_.p_node;
@@ -412,6 +428,7 @@ class Converter {
         if (static_cast<StopWhy>(e.b) == StopWhy::block)
           args += ",\"reason\":" + json_string(to_string(static_cast<WaitReason>(e.x)));
         if (!end(e.p, g, ts, args)) return false;
+        if (static_cast<StopWhy>(e.b) == StopWhy::end) pending_.erase(g);  // ids are not reused
         bool by_signal = static_cast<StopWhy>(e.b) == StopWhy::preempt_signal;
         if (by_signal || static_cast<StopWhy>(e.b) == StopWhy::preempt_cooperative)
           return instant("preempt", pid, tid, ts,
@@ -422,7 +439,7 @@ class Converter {
         const char* by = e.arg ? "goroutine"
                          : static_cast<UnblockBy>(e.b) == UnblockBy::scheduler
                              ? "scheduler (timer or poller)"
-                             : "thread outside nugo";
+                             : "sysmon or a thread outside nugo";
         if (!instant("unblock", pid, tid, ts,
                      fmt("\"g\":%lld,\"by\":\"%s\",\"waker\":%llu", g, by,
                          static_cast<unsigned long long>(e.arg))))
@@ -446,6 +463,7 @@ class Converter {
         return true;
       }
       case Ev::syscall_enter:
+        if (on_p) in_syscall_[e.p] = g;
         return instant("syscall", pid, tid, ts, fmt("\"g\":%lld", g));
       case Ev::syscall_exit: {
         if (!instant(on_p ? "syscall exit" : "syscall exit (no P)", pid, tid, ts,
@@ -453,12 +471,20 @@ class Converter {
           return false;
         if (!on_p) return end_anywhere(g, ts, "\"why\":\"syscall\"");
         if (open_[e.p].on && open_[e.p].g == g) return true;  // it kept its P
-        return begin(e.p, g, home_of(g), ts, "syscall");    // it resumes on another one
+        return begin(e.p, g, e.x, ts, "syscall");           // it resumes on another one
       }
-      case Ev::handoff:
+      case Ev::handoff: {
+        // sysmon records no goroutine: the one whose system call entered on this P. Only its
+        // slice ends (on another CPU's clock, the next goroutine's start on this P may sort
+        // before the handoff).
         if (!on_p) return true;
-        if (open_[e.p].on && !end(e.p, open_[e.p].g, ts, "\"why\":\"syscall\"")) return false;
-        return instant("handoff", pid, tid, ts, "\"reason\":\"syscall\"");
+        std::int64_t in_call = g ? g : in_syscall_[e.p];
+        if (open_[e.p].on && open_[e.p].g == in_call &&
+            !end(e.p, in_call, ts, "\"why\":\"syscall\""))
+          return false;
+        return instant("handoff", pid, tid, ts, fmt("\"g\":%lld,\"reason\":\"syscall\"",
+                                                    static_cast<long long>(in_call)));
+      }
       case Ev::proc_start:
         return instant("P start", pid, tid, ts, "");
       case Ev::proc_stop:
@@ -503,11 +529,6 @@ class Converter {
     return index < s_.node_os.size() ? s_.node_os[index] : -1;
   }
 
-  std::uint32_t home_of(std::int64_t g) const {
-    auto it = home_.find(g);
-    return it == home_.end() ? 0 : it->second;
-  }
-
   void meta(int pid, int tid, const char* name, const std::string& value, int sort = 0) {
     std::string obj = fmt("{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d", name, pid);
     if (tid >= 0) obj += fmt(",\"tid\":%d", tid);
@@ -535,7 +556,6 @@ class Converter {
       if (!end(p, open_[p].g, ts, "\"why\":\"unknown\"")) return false;
     }
     if (!end_anywhere(g, ts, "\"why\":\"moved\"")) return false;
-    home_[g] = home;
     const int pid = s_.p_node[p];
     std::string obj = fmt("{\"name\":\"G%lld\",\"cat\":\"goroutine\",\"ph\":\"B\",\"ts\":%s,"
                           "\"pid\":%d,\"tid\":%d,\"cname\":\"%s\",\"args\":{\"g\":%lld,\"home\":%d",
@@ -579,8 +599,8 @@ class Converter {
   JsonOut& out_;
   double ns_per_tick_;
   std::vector<Open> open_;
+  std::vector<std::int64_t> in_syscall_;  // by P: the goroutine of its last syscall_enter
   std::unordered_map<std::int64_t, int> where_;
-  std::unordered_map<std::int64_t, std::uint32_t> home_;
   struct Pending { std::uint64_t id; const char* name; };
   std::unordered_map<std::int64_t, std::vector<Pending>> pending_;
   std::uint64_t next_flow_ = 1;
@@ -682,7 +702,7 @@ void open_files(Session* s) {
   s->raw_fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (s->raw_fd < 0) {  // a file system without O_TMPFILE: a named one, unlinked at once
     std::string tmp = s->path + ".records.XXXXXX";
-    s->raw_fd = mkstemp(tmp.data());
+    s->raw_fd = mkostemp(tmp.data(), O_CLOEXEC);
     if (s->raw_fd >= 0) ::unlink(tmp.c_str());
   }
   if (s->raw_fd < 0) {
@@ -711,7 +731,7 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
   s->emulated = sc_.topology.emulated;
   for (std::size_t i = 0; i < 2 * s->p_node.size() + 8; ++i)
     s->pool.push_back(s->owned.emplace_back(std::make_unique<TraceBuf>()).get());
-  static const bool tsc = invariant_tsc();
+  static const bool tsc = usable_tsc();
   trace_tsc.store(tsc, rlx);
   trace_fence_by_membarrier.store(membarrier_ready(), rlx);
   s->ns0 = monotonic_ns();
@@ -724,40 +744,58 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
     throw std::runtime_error(std::string("nugo::trace::start: cannot create the writer thread: ") +
                              e.what());
   }
-  cur = s.release();
+  {
+    std::lock_guard lock(shared_mu);
+    cur = s.release();
+  }
   trace_on.store(true, sc);
 }
 
 // Stops recording and writes the file (with write, else removes it); throws
 // std::runtime_error if that failed.
 bool stop_locked(bool write) {
-  Session* s = cur;
-  if (!s) return false;
+  if (!cur) return false;
+  std::unique_ptr<Session> owned(cur);  // freed however this ends
+  Session* s = owned.get();
   trace_on.store(false, sc);
-  if (trace_fence_by_membarrier.load(rlx)) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-  std::vector<TraceBuf*> partial;
-  std::vector<M*> ms;
+  if (trace_fence_by_membarrier.load(rlx)) {
+    // The Ms' StoreLoad fences (see the top of the file). Without them stop() could take a
+    // buffer that an M is still writing: no way on.
+    long r;
+    for (int tries = 0; (r = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) != 0 &&
+                        (errno == ENOMEM || errno == EINTR || errno == EAGAIN) && tries < 1000;
+         ++tries)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (r != 0) fatal("nugo::trace::stop: membarrier failed: %s", std::strerror(errno));
+  }
+  // Nothing here may throw before cur is cleared: the Session is freed on the way out.
+  // What the Ms hold goes on a list through TraceBuf::next (no allocation).
+  TraceBuf* partial = nullptr;
+  auto keep = [&partial](TraceBuf* b) {
+    if (!b) return;
+    b->next = partial;
+    partial = b;
+  };
   {
     NoPreempt np;  // a runtime lock, maybe taken on a goroutine's stack (threadlocks.hpp)
-    sched->mlock.lock();
-    ms = sched->allm;
+    sched->mlock.lock();  // held while waiting: a recording M never takes it
+    for (M* m : sched->allm) {
+      while (m->trace_busy.load(std::memory_order_acquire)) cpu_relax();
+      keep(m->trace_buf);
+      m->trace_buf = nullptr;
+    }
     sched->mlock.unlock();
-  }
-  for (M* m : ms) {
-    while (m->trace_busy.load(std::memory_order_acquire)) cpu_relax();
-    if (m->trace_buf) partial.push_back(m->trace_buf);
-    m->trace_buf = nullptr;
   }
   {
     std::lock_guard lock(shared_mu);
-    if (s->shared) partial.push_back(s->shared);
+    keep(s->shared);
     s->shared = nullptr;
     cur = nullptr;  // shared_event checks it under the same lock
   }
   s->writer_exit.store(true, std::memory_order_release);
   s->writer_note.wakeup();
   s->writer.join();
-  for (TraceBuf* b : partial) write_chunk(s, b);
+  for (TraceBuf* b = partial; b; b = b->next) write_chunk(s, b);
   const std::int64_t ns1 = monotonic_ns();
   const std::uint64_t tick1 = ticks();
   double ns_per_tick = tick1 > s->tick0 ? static_cast<double>(ns1 - s->ns0) /
@@ -765,16 +803,18 @@ bool stop_locked(bool write) {
                                         : 1.0;
   if (!trace_tsc.load(rlx)) ns_per_tick = 1.0;
   std::string error;
-  if (!write)
-    ::unlink(s->path.c_str());
-  else if (s->write_errno)
-    error = std::string("cannot write the temporary file: ") + std::strerror(s->write_errno);
-  else
-    error = convert(s, ns_per_tick);
+  try {
+    if (!write)
+      ::unlink(s->path.c_str());
+    else if (s->write_errno)
+      error = std::string("cannot write the temporary file: ") + std::strerror(s->write_errno);
+    else
+      error = convert(s, ns_per_tick);
+  } catch (const std::exception& e) {  // out of memory in the conversion's tables
+    error = e.what();
+  }
   close_fds(s);
-  std::string path = s->path;
-  delete s;
-  if (!error.empty()) throw std::runtime_error("nugo::trace: " + path + ": " + error);
+  if (!error.empty()) throw std::runtime_error("nugo::trace: " + s->path + ": " + error);
   return true;
 }
 
@@ -822,26 +862,34 @@ class InRuntime {
 };
 }  // namespace
 
-void start(const std::string& path, std::size_t max_bytes) {
+// Runs f as a blocking system call: the goroutine's P goes on without it while files are
+// opened or written (nugo::blocking_syscall carries an exception out of the call).
+template <class F>
+auto outside_p(F f) {
   InRuntime in;
-  SyscallScope blocking(SyscallScope::blocks_long);  // opening files, starting a thread
-  std::unique_lock lock(detail::session_mu, std::try_to_lock);
-  if (!lock.owns_lock()) throw std::logic_error("nugo::trace::start: a trace is being written");
-  detail::start_locked(path, max_bytes);
+  return blocking_syscall(f);
+}
+
+void start(const std::string& path, std::size_t max_bytes) {
+  outside_p([&] {
+    std::lock_guard lock(detail::session_mu);
+    detail::start_locked(path, max_bytes);
+    return true;
+  });
 }
 
 bool stop() {
-  InRuntime in;
-  SyscallScope blocking(SyscallScope::blocks_long);
-  std::lock_guard lock(detail::session_mu);
-  return detail::stop_locked(true);
+  return outside_p([] {
+    std::lock_guard lock(detail::session_mu);
+    return detail::stop_locked(true);
+  });
 }
 
 bool discard() {
-  InRuntime in;
-  SyscallScope blocking(SyscallScope::blocks_long);
-  std::lock_guard lock(detail::session_mu);
-  return detail::stop_locked(false);
+  return outside_p([] {
+    std::lock_guard lock(detail::session_mu);
+    return detail::stop_locked(false);
+  });
 }
 
 bool active() {

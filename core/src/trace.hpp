@@ -24,8 +24,9 @@ enum class Ev : std::uint8_t {
   go_unblock,     // g made runnable by goroutine arg (0: the runtime, b says which side)
   steal,          // p took x goroutines from P arg's run queue; g: the one it runs; b: 1 if remote
   syscall_enter,  // g enters a system call on p, keeping its M
-  syscall_exit,   // g returns from it on p (-1: no P free; it queues and waits for one)
-  handoff,        // p, left by a goroutine in a system call, is given to another M or idled
+  syscall_exit,   // g returns from it on p (-1: no P free; it queues and waits for one); x: home
+  handoff,        // p, left by goroutine g (0: the one that entered a system call on p, as
+                  // sysmon records it) in a system call, is given to another M or idled
   proc_start,     // p attaches to the M (acquirep)
   proc_stop,      // p detaches from the M (releasep)
   m_park,         // the M sleeps with no P (stopm)

@@ -17,11 +17,17 @@
 
 #include <chrono>
 #include <cstddef>
+#include <exception>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace nugo {
 
 // The RAII form: the current goroutine is in a system call from construction to destruction.
+// No exception may leave the scope: the goroutine may resume on another thread when it ends,
+// and an exception must be caught on the thread that threw it (syscall() below takes care of
+// that; prefer it).
 class SyscallScope {
  public:
   enum Kind { may_block, blocks_long };
@@ -34,18 +40,63 @@ class SyscallScope {
   bool active_;
 };
 
+namespace detail {
+// Runs f as a system call of the given kind. An exception f throws is caught inside the call
+// and thrown again after it: leaving the call may resume the goroutine on another thread, and
+// an exception must be thrown and caught on one (the C++ runtime counts the exceptions in
+// flight per thread; unwinding across the switch would leave both threads' counts wrong).
+template <class F>
+auto in_syscall(SyscallScope::Kind kind, F&& f) -> decltype(std::forward<F>(f)()) {
+  using R = decltype(std::forward<F>(f)());
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<R>) {
+    {
+      SyscallScope scope(kind);
+      try {
+        std::forward<F>(f)();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  } else if constexpr (std::is_reference_v<R>) {
+    std::remove_reference_t<R>* result = nullptr;
+    {
+      SyscallScope scope(kind);
+      try {
+        result = &std::forward<F>(f)();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    return static_cast<R>(*result);
+  } else {
+    std::optional<R> result;
+    {
+      SyscallScope scope(kind);
+      try {
+        result.emplace(std::forward<F>(f)());
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
+  }
+}
+}  // namespace detail
+
 // Runs f() (a system call, or a short stretch of code that makes one) as a system call.
 template <class F>
 decltype(auto) syscall(F&& f) {
-  SyscallScope scope;
-  return std::forward<F>(f)();
+  return detail::in_syscall(SyscallScope::may_block, std::forward<F>(f));
 }
 
 // As syscall(f), for calls known to block for long: the P is handed off before f runs.
 template <class F>
 decltype(auto) blocking_syscall(F&& f) {
-  SyscallScope scope(SyscallScope::blocks_long);
-  return std::forward<F>(f)();
+  return detail::in_syscall(SyscallScope::blocks_long, std::forward<F>(f));
 }
 
 // The blocking calls goroutines need most, with POSIX's return values and errno.
