@@ -42,7 +42,7 @@ PYTHON_WITH_MATPLOTLIB = "/usr/bin/python3"
 
 
 def usage(msg):
-    print(f"trace.py: {msg}\n{__doc__.splitlines()[2]}", file=sys.stderr)
+    print(f"tracer.py: {msg}\n{__doc__.splitlines()[2]}", file=sys.stderr)
     return 2
 
 
@@ -160,7 +160,8 @@ def main():
         del args[i:i + 2]
     if len(args) != 2:
         return usage("expected BUILD_DIR and OUT_DIR")
-    build, out = Path(args[0]), Path(args[1])
+    shown_build = args[0]
+    build, out = Path(args[0]).resolve(), Path(args[1])
     exe = build / "experiments" / "nugo-bench"
     if not exe.exists():
         return usage(f"{exe} is not built")
@@ -184,11 +185,11 @@ def main():
                 off[label] = bench(binary, OFF_NAMES, reps, min_time)
         png = timeline(build, out, progress)
     except RuntimeError as e:
-        print(f"trace.py: {e}", file=sys.stderr)
+        print(f"tracer.py: {e}", file=sys.stderr)
         return 1
 
     lines = ["# What the execution tracer costs", "",
-             f"Command: `python3 scripts/tracer.py {build} {out}{' --quick' if quick else ''}"
+             f"Command: `python3 scripts/tracer.py {shown_build} {out}{' --quick' if quick else ''}"
              f"{f' --before {before}' if before else ''}`; medians of {reps} repetitions, real "
              "time per unit of work, measured on this machine (not emulated).", "",
              "## Tracing on (the *_traced twin against the same benchmark untraced)", "",
