@@ -4,10 +4,13 @@
 #   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber and wrk, for the baseline twins
 #   scripts/bootstrap.sh --vm         also QEMU, Debian's kernel and busybox, for
 #                                     scripts/numa-check.sh --vm (a real multi-node kernel)
+#   scripts/bootstrap.sh --checks     also clang and SPIN, for the lock rules clang checks
+#                                     (scripts/test.sh --thread-safety) and the protocol
+#                                     models (scripts/models.sh)
 # Runs apt-get as root, or through sudo.
 set -euo pipefail
 
-usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm]" >&2; exit 2; }
+usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm] [--checks]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
           catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib)
@@ -15,6 +18,7 @@ for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
     --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
+    --checks) packages+=(clang spin) ;;
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

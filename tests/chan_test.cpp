@@ -283,7 +283,7 @@ TEST_CASE("select chooses uniformly among ready cases (TestSelectFairness)", "[s
 }
 
 TEST_CASE("a hog pair and a light pair both progress on one P (TestPingPongHog)",
-          "[sched][chan]") {
+          "[speed][sched][chan]") {
   // Meaningful at 1 P; at more Ps it still must not hang.
   nugo::run([] {
     nugo::Chan<bool> done, hog, light;
@@ -365,7 +365,7 @@ TEST_CASE("the prime sieve of test/chan/sieve1.go", "[sched][chan]") {
 }
 
 TEST_CASE("a chain of 10,000 goroutines passes a value along (test/chan/daisy chain)",
-          "[sched][chan]") {
+          "[sched][chan][manygoroutines]") {
   nugo::run([] {
     constexpr int kN = 10000;
     nugo::Chan<int> leftmost;

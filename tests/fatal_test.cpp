@@ -115,7 +115,7 @@ TEST_CASE("a pending timer is not a deadlock", "[fatal]") {
   CHECK(r.output.find("deadlock") == std::string::npos);
 }
 
-TEST_CASE("NUGO_DEBUG=deadlock=0 turns the report off; bad settings are named", "[fatal]") {
+TEST_CASE("NUGO_DEBUG=deadlock=0 turns the report off, and bad settings are named", "[fatal]") {
   setenv("NUGO_DEBUG", "deadlock=0", 1);
   CHECK_FALSE(nugo::Config::from_env().detect_deadlock);
   setenv("NUGO_DEBUG", "deadlock=1,", 1);

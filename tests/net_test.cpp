@@ -117,7 +117,7 @@ TEST_CASE("echo round trips across 1,000 concurrent connections, random sizes, c
   });
 }
 
-TEST_CASE("10,000 idle connections are held with a handful of threads and no busy CPU") {
+TEST_CASE("10,000 idle connections are held with a handful of threads and no busy CPU", "[manygoroutines]") {
   constexpr int kConns = 10000;
   rlimit rl{};
   getrlimit(RLIMIT_NOFILE, &rl);

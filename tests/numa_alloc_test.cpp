@@ -193,7 +193,7 @@ TEST_CASE("a node outside the view is an invalid_argument naming it and the vali
   CHECK_THROWS_AS(v.push_back(1), std::invalid_argument);
 }
 
-TEST_CASE("zero bytes gives unique pointers; freeing nullptr does nothing", "[numa_alloc]") {
+TEST_CASE("zero bytes gives unique pointers, and freeing nullptr does nothing", "[numa_alloc]") {
   void* a = numa::alloc_on(0, 0);
   void* b = numa::alloc_on(0, 0);
   void* c = numa::alloc_local(0);

@@ -282,7 +282,7 @@ TEST_CASE("NUGO_BIND: an M runs on its P's node's CPUs, its PU's CPU, or anywher
   }
 }
 
-TEST_CASE("a deadlock across 4 domains is reported as on one; bad NUGO_MODE is named",
+TEST_CASE("a deadlock across 4 domains is reported as on one, and bad NUGO_MODE is named",
           "[numa]") {
   const std::string topo = "NUGO_TOPOLOGY=synthetic:pack:4\\ numa:1\\ core:2\\ pu:1 NUGO_PROCS=8 ";
   ChildResult r = run_child_process(topo + "NUGO_MODE=numa", NUGO_TEST_CHILD " deadlock");

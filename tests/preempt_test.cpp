@@ -68,7 +68,7 @@ __attribute__((noinline, noipa)) void set_errno(int v) { errno = v; }
 }  // namespace
 
 TEST_CASE("spinning goroutines without calls do not stop the main goroutine (TestAsyncPreempt)",
-          "[preempt]") {
+          "[asyncpreempt][preempt]") {
   nugo::run(
       [] {
         std::atomic<bool> stop{false};
@@ -99,7 +99,7 @@ TEST_CASE("spinning goroutines without calls do not stop the main goroutine (Tes
 }
 
 TEST_CASE("goroutines that wait for each other in call-only loops progress (TestPreemption)",
-          "[preempt]") {
+          "[asyncpreempt][preempt]") {
   nugo::run(
       [] {
         constexpr int kRounds = 5;
@@ -122,7 +122,7 @@ TEST_CASE("goroutines that wait for each other in call-only loops progress (Test
 }
 
 TEST_CASE("spinners that made a system call are still preempted (TestPreemptionAfterSyscall)",
-          "[preempt]") {
+          "[asyncpreempt][preempt]") {
   for (int p : {1, 2}) {
     INFO("procs " << p);
     nugo::run(
@@ -240,7 +240,7 @@ __attribute__((target("avx512f"))) std::uint64_t avx512_work(int iters) {
 }  // namespace
 
 TEST_CASE("SSE, AVX2 and AVX-512 state survives thousands of preemptions bit for bit",
-          "[preempt][registers]") {
+          "[asyncpreempt][preempt][registers]") {
   struct Work {
     const char* name;
     std::uint64_t (*fn)(int);
@@ -287,7 +287,7 @@ TEST_CASE("SSE, AVX2 and AVX-512 state survives thousands of preemptions bit for
   CHECK(preemptions >= 1000);
 }
 
-TEST_CASE("errno set before a spin survives preemption and migration", "[preempt]") {
+TEST_CASE("errno set before a spin survives preemption and migration", "[asyncpreempt][preempt]") {
   int migrations = 0;
   for (int round = 0; round < 50 && migrations == 0; ++round) {
     nugo::run(
@@ -557,7 +557,7 @@ TEST_CASE("a goroutine that exits while locked takes its thread with it", "[lock
   CHECK_THROWS_AS(nugo::lock_os_thread(), std::logic_error);
 }
 
-TEST_CASE("preempt_point yields once the slice is over; asyncpreemptoff relies on it",
+TEST_CASE("preempt_point yields once the slice is over, and asyncpreemptoff relies on it",
           "[preempt]") {
   nugo::Config cfg = procs(1, 1ms);
   cfg.async_preempt = false;
@@ -607,7 +607,7 @@ std::atomic<int> user_handler_calls{0};
 void user_handler(int) { user_handler_calls.fetch_add(1); }
 }  // namespace
 
-TEST_CASE("a user's handler for the preemption signal is still called", "[preempt]") {
+TEST_CASE("a user's handler for the preemption signal is still called", "[asyncpreempt][preempt]") {
   struct sigaction sa {}, old {};
   sa.sa_handler = user_handler;
   sigemptyset(&sa.sa_mask);

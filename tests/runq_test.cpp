@@ -40,7 +40,7 @@ TEST_CASE("local run queue is FIFO at every fill level below its capacity", "[ru
   }
 }
 
-TEST_CASE("runnext runs first and inherits the time slice; the old runnext goes to the tail",
+TEST_CASE("runnext runs first and inherits the time slice, and the old runnext goes to the tail",
           "[runq]") {
   TestP tp;
   G a, b, c;

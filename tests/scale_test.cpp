@@ -25,7 +25,7 @@ long resident_pages(const nugo::detail::Stack& s) {
   return n;
 }
 
-TEST_CASE("one million goroutines are alive at the same time", "[scale]") {
+TEST_CASE("one million goroutines are alive at the same time", "[scale][manygoroutines]") {
   constexpr int kN = 1000000;
   constexpr int kSampleEvery = 1000;
   std::atomic<long> sum{0};

@@ -65,7 +65,7 @@ TEST_CASE("schedtrace in NUMA mode adds a group per node", "[schedtrace]") {
   CHECK(parsed >= 3);
 }
 
-TEST_CASE("scheddetail adds a line per P, per M and per live G; bad settings are named", "[schedtrace]") {
+TEST_CASE("scheddetail adds a line per P, per M and per live G, and bad settings are named", "[schedtrace]") {
   // One node, so that every home and P node is 0 whatever the host is.
   ChildResult r = run_child_process("NUGO_TOPOLOGY=synthetic:pack:1\\ core:2\\ pu:1 NUGO_PROCS=2 NUGO_MODE=flat "
                                     "NUGO_DEBUG=schedtrace=30,scheddetail=1",

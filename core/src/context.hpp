@@ -7,7 +7,11 @@
 //
 // Under AddressSanitizer every switch must be announced (start) and acknowledged (finish),
 // otherwise ASan believes the thread's stack pointer ran off its stack and reports garbage.
-// Outside sanitizer builds these helpers compile to nothing.
+// Under ThreadSanitizer every goroutine is a fiber of its own (created at its first run,
+// destroyed when it exits) and every g0 is its thread's own fiber; a switch to a fiber,
+// announced just before the jump, is a happens-before edge from the side left to the side
+// entered, which is what a switch is. Outside sanitizer builds these helpers compile to
+// nothing.
 #pragma once
 
 #include <boost/context/detail/fcontext.hpp>
@@ -16,6 +20,9 @@
 #if NUGO_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#endif
+#if NUGO_TSAN
+#include <sanitizer/tsan_interface.h>
 #endif
 
 namespace nugo::detail {
@@ -34,6 +41,12 @@ struct SanitizerStack {
   std::size_t size = 0;
   void* fake_stack = nullptr;
 };
+#elif NUGO_TSAN
+struct SanitizerStack {  // TSan: the fiber (nullptr until created)
+  SanitizerStack() = default;
+  SanitizerStack(const void*, std::size_t, void*) {}
+  void* fiber = nullptr;
+};
 #else
 struct SanitizerStack {
   SanitizerStack() = default;
@@ -46,6 +59,27 @@ inline void sanitizer_start_switch([[maybe_unused]] SanitizerStack* from,
                                    [[maybe_unused]] const SanitizerStack& to) {
 #if NUGO_ASAN
   __sanitizer_start_switch_fiber(from ? &from->fake_stack : nullptr, to.bottom, to.size);
+#elif NUGO_TSAN
+  __tsan_switch_to_fiber(to.fiber, 0);
+#endif
+}
+
+// TSan: the fiber of a goroutine about to run for the first time, of the calling thread's g0,
+// and the end of a goroutine's (called on g0, once it will never run again).
+inline void sanitizer_new_fiber([[maybe_unused]] SanitizerStack& s) {
+#if NUGO_TSAN
+  s.fiber = __tsan_create_fiber(0);
+#endif
+}
+inline void sanitizer_thread_fiber([[maybe_unused]] SanitizerStack& s) {
+#if NUGO_TSAN
+  s.fiber = __tsan_get_current_fiber();
+#endif
+}
+inline void sanitizer_destroy_fiber([[maybe_unused]] SanitizerStack& s) {
+#if NUGO_TSAN
+  if (s.fiber) __tsan_destroy_fiber(s.fiber);
+  s.fiber = nullptr;
 #endif
 }
 
@@ -53,6 +87,19 @@ inline void sanitizer_start_switch([[maybe_unused]] SanitizerStack* from,
 inline void sanitizer_finish_switch([[maybe_unused]] SanitizerStack& self) {
 #if NUGO_ASAN
   __sanitizer_finish_switch_fiber(self.fake_stack, nullptr, nullptr);
+#endif
+}
+
+// TSan: a happens-before edge it cannot see, through the kernel (a pointer handed to epoll
+// by one thread and returned by epoll_pwait2, which TSan does not intercept, to another).
+inline void sanitizer_release([[maybe_unused]] void* addr) {
+#if NUGO_TSAN
+  __tsan_release(addr);
+#endif
+}
+inline void sanitizer_acquire([[maybe_unused]] void* addr) {
+#if NUGO_TSAN
+  __tsan_acquire(addr);
 #endif
 }
 

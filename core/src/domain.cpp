@@ -139,7 +139,7 @@ void acquirep(P* pp) {
   m->p = pp;
   m->domain = pp->domain;  // an M belongs to the domain of the P it runs (startlockedm may
                            // hand it one of another domain); idle, to the list it is on
-  pp->m = m;
+  std::atomic_ref<M*>(pp->m).store(m, rlx);  // sysmon reads it (P::m)
   pp->status.store(PStatus::running, rlx);
   traceev(Ev::proc_start, pp->id, 0);
   // A P starts running: sysmon, asleep while every P was idle, has work again.
@@ -152,15 +152,15 @@ P* releasep() {
   P* pp = m->p;
   if (!pp || pp->m != m) fatal("releasep: P not owned by this M");
   traceev(Ev::proc_stop, pp->id, 0);
-  pp->m = nullptr;
+  std::atomic_ref<M*>(pp->m).store(nullptr, rlx);
   pp->status.store(PStatus::idle, rlx);
   m->p = nullptr;
   return pp;
 }
 
-void pidleput(P* pp) {
+void pidleput(Domain* d, P* pp) {
   if (!runqempty(pp)) fatal("pidleput: P %d has a non-empty run queue", pp->id);
-  Domain* d = pp->domain;
+  if (d != pp->domain) fatal("pidleput: P %d is not of domain %d", pp->id, d->id);
   pp->link = d->pidle;
   d->pidle = pp;
   pp->stats.idle_since.store(nanotime(), rlx);

@@ -62,18 +62,18 @@ struct Domain {
    private:
     std::uintptr_t bits_;
   };
-  std::deque<Entry> runq;
+  std::deque<Entry> runq NUGO_GUARDED_BY(lock);
   std::atomic<std::int32_t> runqsize{0};
   // Goroutines placed on this node (go_on's, not run yet; with ready=home, ones readied from
   // another node): taken one at a time by this domain's own Ps and run at once
   // (findrunnable), never moved to a ring, so no thief of another node ever sees them.
   // npinned is written under the lock, read as a hint without it.
-  std::deque<Entry> pinned;
+  std::deque<Entry> pinned NUGO_GUARDED_BY(lock);
   std::atomic<std::int32_t> npinned{0};
-  P* pidle = nullptr;
-  M* midle = nullptr;
-  int nmidle = 0;
-  int nmidlelocked = 0;  // Ms parked until their locked G is runnable (stoplockedm)
+  P* pidle NUGO_GUARDED_BY(lock) = nullptr;
+  M* midle NUGO_GUARDED_BY(lock) = nullptr;
+  int nmidle NUGO_GUARDED_BY(lock) = 0;
+  int nmidlelocked NUGO_GUARDED_BY(lock) = 0;  // Ms parked until their locked G is runnable
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
@@ -92,26 +92,25 @@ struct Domain {
   std::atomic<std::uint64_t> created_foreign{0};
 };
 
-// The lists. "d locked": the caller holds d->lock.
+// The lists; the caller holds the domain's lock (NUGO_REQUIRES, checked by clang: tsa.hpp).
 // The pinned queue (go_on): put, and take one into nothing (the caller runs it). d locked.
-void pinnedput(Domain* d, G* gp, int node);
-G* pinnedget(Domain* d, P* pp);
+void pinnedput(Domain* d, G* gp, int node) NUGO_REQUIRES(d->lock);
+G* pinnedget(Domain* d, P* pp) NUGO_REQUIRES(d->lock);
 // Whether d's own queues (global and pinned) hold work, as a hint or under the lock.
 inline bool domain_queues_nonempty(const Domain* d, std::memory_order order) {
   return d->runqsize.load(order) > 0 || d->npinned.load(order) > 0;
 }
 // node: the node index of the P (or thread) queueing, for the statistics.
-void globrunqput(Domain* d, G* gp, int node);                        // d locked
-void globrunqputbatch(Domain* d, G* const* batch, int n, int node);  // d locked
+void globrunqput(Domain* d, G* gp, int node) NUGO_REQUIRES(d->lock);
+void globrunqputbatch(Domain* d, G* const* batch, int n, int node) NUGO_REQUIRES(d->lock);
 // d locked; takes into pp. A take from another domain's queue (a thief's) sets the home of
 // every G it moves to adopt_node unless that is -1 (NumaPolicy::adopt).
-G* globrunqget(Domain* d, P* pp, int max, int adopt_node = -1);
-inline G* globrunqget(P* pp, int max) { return globrunqget(pp->domain, pp, max); }
-void pidleput(P* pp);                                      // pp->domain locked
-P* pidleget(Domain* d);                                    // d locked
-void mput(Domain* d, M* m);                                // d locked
-M* mget(Domain* d);                                        // d locked
-bool mremove(Domain* d, M* m);  // d locked; false if m is not on the list (startm took it)
+G* globrunqget(Domain* d, P* pp, int max, int adopt_node = -1) NUGO_REQUIRES(d->lock);
+void pidleput(Domain* d, P* pp) NUGO_REQUIRES(d->lock);  // pp: one of d's Ps
+P* pidleget(Domain* d) NUGO_REQUIRES(d->lock);
+void mput(Domain* d, M* m) NUGO_REQUIRES(d->lock);
+M* mget(Domain* d) NUGO_REQUIRES(d->lock);
+bool mremove(Domain* d, M* m) NUGO_REQUIRES(d->lock);  // false if m is not on the list
 
 // Statistics: goroutines that pp's owner took from a P or queue of node index from_node, a node
 // other than pp's (moved_remote, and by distance).
@@ -130,7 +129,9 @@ int thread_node(const Domain* d);
 Domain* foreign_domain();
 // Every domain's lock, in domain order (the only order in which several are held), for the
 // few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).
-void lock_all_domains();
-void unlock_all_domains();
+// The analysis cannot follow locks taken in a loop: a caller that needs one domain's lock
+// from these says so with Lock::assert_held.
+void lock_all_domains() NUGO_NO_THREAD_SAFETY_ANALYSIS;
+void unlock_all_domains() NUGO_NO_THREAD_SAFETY_ANALYSIS;
 
 }  // namespace nugo::detail

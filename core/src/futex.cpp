@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fatal.hpp"
+
 
 namespace nugo::detail {
 
@@ -27,6 +29,20 @@ void futex_wake(std::atomic<std::uint32_t>* addr, int count) {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr,
           nullptr, 0);
 }
+
+#if NUGO_CHECK_LOCKS
+// A thread's identity: the address of a thread-local (no system call, unlike gettid).
+const void* Lock::this_thread() {
+  static thread_local char marker;
+  return &marker;
+}
+
+void Lock::check_owner(const char* what) const {
+  if (owner_.load(std::memory_order_relaxed) != this_thread())
+    fatal("runtime Lock %p: %s by a thread that does not hold it", static_cast<const void*>(this),
+          what);
+}
+#endif
 
 // Critical sections under a Lock last tens of nanoseconds, and a futex sleep plus the
 // holder's wake-up cost microseconds: spin first (with growing pauses), then yield the CPU a

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tsa.hpp"
+
 namespace nugo::detail {
 
 // The pause in every spin loop: tells the core we are spinning (x86 PAUSE).
@@ -39,21 +41,55 @@ inline void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_
 
 // A three-state mutex (0 free, 1 locked, 2 locked with sleepers) with a short spin before
 // sleeping, as the critical sections it guards (run queue batches, idle lists) are tiny.
-class Lock {
+// A capability for clang's thread-safety analysis (tsa.hpp). Checked builds (NUGO_CHECK_LOCKS:
+// sanitizer and Debug builds) also record the holder, for assert_held (Go's assertLockHeld)
+// and for unlock by a thread that does not hold it.
+class NUGO_CAPABILITY("mutex") Lock {
  public:
-  void lock() {
+  void lock() NUGO_ACQUIRE() {
     check_lock_rule();
     std::uint32_t free = 0;
-    if (state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) return;
-    lock_slow();
+    if (!state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) lock_slow();
+#if NUGO_CHECK_LOCKS
+    owner_.store(this_thread(), std::memory_order_relaxed);
+#endif
   }
-  void unlock() {
+  void unlock() NUGO_RELEASE() {
+#if NUGO_CHECK_LOCKS
+    check_owner("unlock");
+    owner_.store(nullptr, std::memory_order_relaxed);
+#endif
     if (state_.exchange(0, std::memory_order_release) == 2) futex_wake(&state_, 1);
+  }
+  // The calling thread holds the lock: tells the analysis so where it cannot see it (locks
+  // taken in a loop, or on one of two paths), and checks it in checked builds.
+  void assert_held() const NUGO_ASSERT_CAPABILITY(this) {
+#if NUGO_CHECK_LOCKS
+    check_owner("assert_held");
+#endif
   }
 
  private:
   void lock_slow();
+#if NUGO_CHECK_LOCKS
+  static const void* this_thread();
+  void check_owner(const char* what) const;
+  std::atomic<const void*> owner_{nullptr};
+#endif
   std::atomic<std::uint32_t> state_{0};
+};
+
+// Holds a Lock for a scope (the form for every function that takes and releases a lock on
+// all of its paths).
+class NUGO_SCOPED_CAPABILITY LockGuard {
+ public:
+  explicit LockGuard(Lock& l) NUGO_ACQUIRE(l) : l_(l) { l_.lock(); }
+  ~LockGuard() NUGO_RELEASE() { l_.unlock(); }
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  Lock& l_;
 };
 
 // A one-shot event: sleep() returns once wakeup() has been called; clear() re-arms it.

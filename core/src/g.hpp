@@ -61,7 +61,7 @@ struct alignas(64) G : Closure {
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
 };
-#if !NUGO_ASAN
+#if !NUGO_ASAN && !NUGO_TSAN
 static_assert(sizeof(G) == 128, "G should stay two cache lines");
 #endif
 

@@ -33,7 +33,10 @@ constexpr std::int64_t kIdleMLifetimeNs = 1'000'000'000;
 // Ms idle or parked with their locked G, in every domain. All domain locks held.
 int idle_ms_everywhere() {
   int n = 0;
-  for (const auto& d : sched->domains) n += d->nmidle + d->nmidlelocked;
+  for (const auto& d : sched->domains) {
+    d->lock.assert_held();
+    n += d->nmidle + d->nmidlelocked;
+  }
   return n;
 }
 
@@ -120,7 +123,7 @@ void wake_spinner(Domain* d, bool cross_node) {
 }
 
 // startm with d's lock held and pp taken; releases the lock.
-void startm_locked(Domain* d, P* pp, bool spinning) {
+void startm_locked(Domain* d, P* pp, bool spinning) NUGO_RELEASE(d->lock) {
   M* m = mget(d);
   if (!m) {
     d->lock.unlock();
@@ -128,7 +131,7 @@ void startm_locked(Domain* d, P* pp, bool spinning) {
     return;
   }
   m->spinning = spinning;
-  m->nextp = pp;
+  m->nextp.store(pp, std::memory_order_release);
   d->lock.unlock();
   m->park.wakeup();
 }
@@ -156,7 +159,7 @@ void newm(Domain* d, P* pp, bool spinning) {
     sched->allm.push_back(m);
   }
   m->domain = d;
-  m->nextp = pp;
+  m->nextp.store(pp, std::memory_order_release);
   m->spinning = spinning;
   m->exiting = false;
   m->bound_key = -1;  // a new thread: bound to nothing yet, whatever the M's last one was
@@ -185,12 +188,15 @@ void mexit(M* m) {
 // right after mput, is what makes exactly one of several Ms going idle together the last one
 // (Go calls checkdead from mput for the same reason); with one domain that is just its lock.
 // Any other M beyond gomaxprocs sleeps for kIdleMLifetimeNs at most, then leaves.
-Wake stopm(M* m, bool may_watch) {
+// The lock it takes is every domain's or its own (may_watch), a choice the analysis cannot
+// follow: the lists it touches assert their domain's lock instead.
+Wake stopm(M* m, bool may_watch) NUGO_NO_THREAD_SAFETY_ANALYSIS {
   Domain* d = m->domain;
-  auto unlock = [&] {
+  auto unlock = [&]() NUGO_NO_THREAD_SAFETY_ANALYSIS {
     if (may_watch) unlock_all_domains(); else d->lock.unlock();
   };
   if (may_watch) lock_all_domains(); else d->lock.lock();
+  d->lock.assert_held();  // checked builds: the lists below need it (NUGO_CHECK_LOCKS)
   if (sched->stopping.load(rlx)) {
     unlock();
     return Wake::stop;
@@ -214,17 +220,17 @@ Wake stopm(M* m, bool may_watch) {
     else
       m->park.sleep();
     m->park.clear();
-    if (m->nextp) {
+    if (P* next = m->nextp.load(std::memory_order_acquire)) {
       traceev(Ev::m_unpark, -1, 0);
-      acquirep(m->nextp);
-      m->nextp = nullptr;
+      acquirep(next);
+      m->nextp.store(nullptr, rlx);
       return Wake::p;
     }
     if (sched->stopping.load(rlx)) return Wake::stop;
     if (!deadline_ns || nanotime() < deadline_ns) continue;  // a stale wake-up (Note wakeups merge)
     d->lock.lock();
     bool listed = mremove(d, m);
-    P* handed = listed ? nullptr : m->nextp;  // startm sets nextp under this lock
+    P* handed = listed ? nullptr : m->nextp.load(std::memory_order_acquire);  // set under this lock
     if (listed && on_deadline == Wake::exit && sched->mcount.load() <= sched->gomaxprocs) {
       mput(d, m);  // others left first: this one stays, and sleeps until needed
       listed = false;
@@ -235,7 +241,7 @@ Wake stopm(M* m, bool may_watch) {
     if (handed) {
       traceev(Ev::m_unpark, -1, 0);
       acquirep(handed);
-      m->nextp = nullptr;
+      m->nextp.store(nullptr, rlx);
       return Wake::p;
     }
   }
@@ -348,8 +354,13 @@ void startm(Domain* d, bool spinning, bool cross_node) {
   d->lock.lock();
   P* pp = pidleget(d);
   if (!pp) {
-    d->lock.unlock();
+    // The reservation is undone under the lock, as Go 1.21's wakep does. Undone after it, a
+    // P given back meanwhile (pidleput) would be missed: its spinner's re-check can run
+    // before a submitter queues, and that submitter's wakep still see our reservation and
+    // wake nobody, leaving work queued beside an idle P. SPIN found it
+    // (core/src/models/spinning.pml, MUTANT_UNDO_OUTSIDE_LOCK).
     if (spinning && d->nmspinning.fetch_sub(1, sc) <= 0) fatal("startm: negative nmspinning");
+    d->lock.unlock();
     return;
   }
   if (cross_node) bump(pp->stats.wakeups_cross_node);  // nobody owns pp: we hold it
@@ -412,7 +423,7 @@ void handoffp(P* pp) {
     startm(pp, false);
     return;
   }
-  pidleput(pp);
+  pidleput(d, pp);
   d->lock.unlock();
 }
 

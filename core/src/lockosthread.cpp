@@ -16,7 +16,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 void startlockedm(M* m, G* gp) {
   M* mp = gp->lockedm;
   if (mp == m || mp->lockedg != gp) fatal("startlockedm: inconsistent locked M");
-  mp->nextp = releasep();
+  mp->nextp.store(releasep(), std::memory_order_release);
   mp->park.wakeup();
 }
 
@@ -31,14 +31,15 @@ bool stoplockedm(M* m) {
   for (;;) {
     m->park.sleep();
     m->park.clear();
-    if (m->nextp || sched->stopping.load(rlx)) break;
+    if (m->nextp.load(std::memory_order_acquire) || sched->stopping.load(rlx)) break;
   }
   d->lock.lock();
   --d->nmidlelocked;
   d->lock.unlock();
-  if (!m->nextp) return false;
-  acquirep(m->nextp);
-  m->nextp = nullptr;
+  P* next = m->nextp.load(std::memory_order_acquire);
+  if (!next) return false;
+  acquirep(next);
+  m->nextp.store(nullptr, rlx);
   return true;
 }
 

@@ -23,7 +23,10 @@ struct alignas(64) M {
   std::thread thread;
   Domain* domain = nullptr;
   P* p = nullptr;       // attached P while running Go code
-  P* nextp = nullptr;   // P handed over by startm before the wake-up
+  // The P handed over by startm (or startlockedm) before the wake-up: stored with release
+  // after `spinning`, loaded with acquire, so that an M that sees its P also sees how it is to
+  // run it, even when it looks after a timed-out sleep (no wake-up to order the two).
+  std::atomic<P*> nextp{nullptr};
   G* curg = nullptr;    // the goroutine running on this M
   bool spinning = false;
   Note park;            // sleeps here while idle (stopm)

@@ -105,12 +105,17 @@ std::error_code wait_on_thread(int fd, int mode, std::int64_t deadline) {
 namespace net::detail {
 
 // A socket and its poller registration (Go's poll.FD). One state word counts the calls in
-// progress, each holding a reference, and carries two bits:
+// progress, each holding a reference, and carries three bits:
 //   closed:     close() was called. Waiters are woken, new calls fail, and whoever drops the
 //               last reference closes the descriptor, never under a call still using it
 //               (its number could be reused meanwhile).
-//   owner_gone: the Socket was destroyed. Whoever drops the last reference frees the object,
-//               so a goroutine woken by the close can still unwind its call safely.
+//   sysclosed:  that descriptor is closed (set after sysclose, by the one who did it).
+//   owner_gone: the Socket was destroyed. The object is freed once it is gone and the
+//               descriptor closed, by whoever completes that pair, so a goroutine woken by
+//               the close can still unwind its call, and the close of the descriptor by the
+//               last call's decref is never raced by the owner's free. (TSan found that race:
+//               the owner saw no calls left and freed the object while that decref was still
+//               in sysclose.)
 // (Go's fdMutex, whose read and write locks are rmu and wmu here.)
 class NetFD {
  public:
@@ -123,9 +128,11 @@ class NetFD {
     // return, their goroutines are abandoned, and the runtime frees it (free_orphans).
     add_orphan(this);
     std::uint64_t s = state_.fetch_or(kOwnerGone, std::memory_order_acq_rel);
-    if ((s & kCalls) == 0) {
+    if ((s & kCalls) == 0 && (s & kSysclosed)) {
       remove_orphan(this);
       delete this;
+    } else if ((s & kCalls) == 0) {
+      // The last call's decref is closing the descriptor; it frees the object after.
     } else if (nugo::detail::tearing_down) {
       // The runtime is freeing what its abandoned goroutines own: the calls still counted
       // belong to such goroutines (their closures own this socket) and will never return.
@@ -143,7 +150,7 @@ class NetFD {
     orphans().clear();
     orphans_lock.unlock();
     for (NetFD* fd : all) {
-      fd->sysclose();
+      if (!(fd->state_.load(std::memory_order_acquire) & kSysclosed)) fd->sysclose();
       delete fd;
     }
   }
@@ -162,7 +169,11 @@ class NetFD {
   void decref() {
     std::uint64_t s = state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     if ((s & kCalls) != 0) return;
-    if (s & kClosed) sysclose();  // after close(), the count reaches 0 once
+    if (!(s & kClosed)) return;  // the owner (release) closes, and frees, later
+    // After close(), the count reaches 0 once: this is the last call. Close the descriptor,
+    // then say so; if the owner was gone by then, it left the object to us.
+    sysclose();
+    s = state_.fetch_or(kSysclosed, std::memory_order_acq_rel);
     if (s & kOwnerGone) {
       remove_orphan(this);
       delete this;
@@ -227,8 +238,9 @@ class NetFD {
     orphans_lock.unlock();
   }
   static inline nugo::detail::Lock orphans_lock;
-  static constexpr std::uint64_t kClosed = 1ull << 63, kOwnerGone = 1ull << 62;
-  static constexpr std::uint64_t kCalls = kOwnerGone - 1;
+  static constexpr std::uint64_t kClosed = 1ull << 63, kOwnerGone = 1ull << 62,
+                                 kSysclosed = 1ull << 61;
+  static constexpr std::uint64_t kCalls = kSysclosed - 1;
   std::atomic<std::uint64_t> state_{0};
   int fd_;
   PollDesc* pd_;

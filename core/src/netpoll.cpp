@@ -207,6 +207,7 @@ PollDesc* poll_open(int fd, int* err) {
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = pd;
+  sanitizer_release(pd);  // to the poller that epoll hands pd to (netpoll)
   if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
     *err = errno;
     pd_free(pd);
@@ -382,6 +383,7 @@ int netpoll(std::int64_t delay, G** gl) {
       continue;
     }
     auto* pd = static_cast<PollDesc*>(ev.data.ptr);
+    sanitizer_acquire(pd);  // poll_open's release
     if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
       if (G* gp = netpollunblock(pd, 'r', true)) gl[ready++] = gp;
     if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR))

@@ -37,7 +37,9 @@ struct alignas(64) P {
   // has no domain per node, but its Ps still sit on nodes, and the statistics say where.
   std::int16_t node = 0;
   std::int16_t stack_pool = 0;  // its domain's id, whose StackPool its stack cache holds
-  M* m = nullptr;         // the M it is attached to, if running
+  // The M it is attached to, if running. Written by that M (acquirep, releasep,
+  // entersyscall) through atomic_ref, and read so by sysmon and schedtrace.
+  M* m = nullptr;
   P* link = nullptr;      // idle P list
   // Schedules that did not inherit a time slice, and system calls: written by the owner
   // only (no read-modify-write), read by sysmon to see that a slice or a syscall goes on.

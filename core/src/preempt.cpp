@@ -56,6 +56,15 @@ __attribute__((noinline, noipa)) int* errno_location() { return &errno; }
 
 namespace {
 
+// ThreadSanitizer defers asynchronous signals to its next interceptor and gives the handler a
+// copy of the interrupted context: a preemption could neither redirect the goroutine nor
+// safely write below its stack pointer. TSan builds preempt cooperatively only.
+#if NUGO_TSAN
+constexpr bool kSanitizerDefersSignals = true;
+#else
+constexpr bool kSanitizerDefersSignals = false;
+#endif
+
 constexpr std::uintptr_t kRedZone = NUGO_RED_ZONE;  // preempt_abi.h, shared with the trampoline
 static_assert(kRedZone == 128, "the x86-64 System V red zone is 128 bytes");
 // Stack the yield needs below the XSAVE area: nugo_async_preempt2, mcall, the fcontext
@@ -229,7 +238,7 @@ namespace preempt {
 void init(const Config& cfg) {
   process_id = getpid();
   async_enabled.store(false, std::memory_order_relaxed);
-  if (!cfg.async_preempt) return;
+  if (!cfg.async_preempt || kSanitizerDefersSignals) return;
   preempt_sig = cfg.preempt_signal;
   static bool sized = false;
   if (!sized) {

@@ -225,6 +225,7 @@ Next execute(M* m, G* gp, bool inherit_time) {
     // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
     gp->stack = stackalloc(pp);
     gp->san = {gp->stack.lo, gp->stack.size(), nullptr};
+    sanitizer_new_fiber(gp->san);
     gp->ctx = make_fcontext(gp->stack.hi, gp->stack.size(), gentry);
   }
   sanitizer_start_switch(&m->g0san, gp->san);
@@ -253,6 +254,7 @@ Next goexit0(M* m, G* gp) {
   gp->waitreason = WaitReason::none;
   gp->thread_locks = 0;  // locks it died holding stay with nobody (see threadlocks.hpp)
   sanitizer_forget_frames(gp->ctx, gp->stack.hi);
+  sanitizer_destroy_fiber(gp->san);
   stackfree(pp, gp->stack);
   gp->stack = {};
   gp->ctx = nullptr;
@@ -275,7 +277,7 @@ Next requeue_global(M* m, G* gp) {
   // Not a pinned G for a locked M: schedule would put it in the ring, where another node's
   // thief could start it.
   if (!local_work && !(!m->lockedg && d->npinned.load(rlx) > 0 && (next = pinnedget(d, pp))))
-    next = globrunqget(pp, 0);
+    next = globrunqget(d, pp, 0);
   d->lock.unlock();
   return {next, false};
 }
@@ -351,9 +353,9 @@ namespace {
 
 // From pp's domain's queues, d locked: the pinned queue first (placed goroutines, which
 // nobody else may run), else a batch of the global queue.
-G* domain_queues_get(Domain* d, P* pp) {
+G* domain_queues_get(Domain* d, P* pp) NUGO_REQUIRES(d->lock) {
   G* gp = pinnedget(d, pp);
-  return gp ? gp : globrunqget(pp, 0);
+  return gp ? gp : globrunqget(d, pp, 0);
 }
 
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
@@ -377,7 +379,7 @@ top:
     bool pinned_first = (tick / kGlobalQueueTick) & 1;
     d->lock.lock();
     G* gp = pinned_first ? pinnedget(d, pp) : nullptr;
-    if (!gp) gp = globrunqget(pp, 1);
+    if (!gp) gp = globrunqget(d, pp, 1);
     if (!gp && !pinned_first) gp = pinnedget(d, pp);
     d->lock.unlock();
     if (gp) return gp;
@@ -438,7 +440,7 @@ top:
     return gp;
   }
   if (releasep() != pp) fatal("findrunnable: wrong P");
-  pidleput(pp);
+  pidleput(d, pp);
   d->lock.unlock();
 
   if (m->spinning) {
@@ -457,6 +459,7 @@ top:
 void install_sigaltstack(M* m) { m->altstack = signals::install_altstack(); }
 
 void record_g0_stack([[maybe_unused]] M* m) {
+  sanitizer_thread_fiber(m->g0san);
 #if NUGO_ASAN
   pthread_attr_t attr;
   pthread_getattr_np(pthread_self(), &attr);
@@ -535,9 +538,9 @@ void mstart(M* m) {
   m->tid = static_cast<int>(gettid());
   install_sigaltstack(m);
   record_g0_stack(m);
-  if (m->nextp) {
-    acquirep(m->nextp);
-    m->nextp = nullptr;
+  if (P* next = m->nextp.load(std::memory_order_acquire)) {
+    acquirep(next);
+    m->nextp.store(nullptr, rlx);
   }
   schedule(m);
   if (m->exiting) mexit(m);  // else the runtime stops, and run() joins the thread
@@ -717,6 +720,11 @@ void injectglist(G** gl, int n) {
     if (d->npidle.load(sc) == 0) wakep(d);  // NUMA mode: a spinner from the nearest idle node
   }
   for (int i = nglobal; i < n; ++i) runqput(pp, gl[i], false);
+  // The ring's tail is a release store; wakep's loads of npidle and nmspinning must not pass
+  // it (x86 lets a load pass an earlier store), or a spinner's re-check after its decrement
+  // and this wakep could both miss the work (the Dekker pair of core/README.md). runnext's
+  // exchange is such a fence already.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (nglobal < n) wakep(d);  // NUMA mode: the ring is stealable from an idle node
 }
 

@@ -101,7 +101,10 @@ Sched::Sched(const Config& c, topo::Topology t)
     d->stacks = std::make_unique<StackPool>(cfg.stack_size, d->id, mem.value_or(-1),
                                             static_cast<int>(plan.domains.size()));
     stack_size = d->stacks->stack_size();
-    for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(*it);  // lowest first out
+    {
+      LockGuard lock(d->lock);  // nobody else can see d yet; the lists' rule holds anyway
+      for (auto it = d->ps.rbegin(); it != d->ps.rend(); ++it) pidleput(d.get(), *it);  // lowest first out
+    }
     domains.push_back(std::move(d));
   }
   // Binding (NUGO_BIND): node in NUMA mode, none in flat mode unless asked for.
@@ -181,7 +184,10 @@ Sched::~Sched() {
   for (G* chunk : chunks) {
     for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
       if (gp->invoke) gp->discard(gp);
-      if (gp->ctx) sanitizer_forget_frames(gp->ctx, gp->stack.hi);  // abandoned mid-run
+      if (gp->ctx) {  // abandoned mid-run
+        sanitizer_forget_frames(gp->ctx, gp->stack.hi);
+        sanitizer_destroy_fiber(gp->san);
+      }
       gp->~G();
     }
   }

@@ -79,6 +79,7 @@ void schedtrace(bool detail) {
   lock_all_domains();
   int idle = 0, spinning = 0, idlethreads = 0, runq = 0, locked = 0;
   for (const auto& d : sched->domains) {
+    d->lock.assert_held();
     Counts c{d->npidle.load(rlx), d->nmspinning.load(rlx), d->nmidle,
              d->runqsize.load(rlx) + d->npinned.load(rlx)};
     per_domain.push_back(c);

@@ -89,7 +89,8 @@ void fire(void* arg, std::int64_t now) {
 // check of "still queued?" before deltimer could see it queued, deltimer then finds it gone,
 // and fire() delivered after stop() had returned. So deltimer decides, and its acquire load
 // of pp orders the load of `running` after checktimers' store.
-bool lock_and_dequeue(ChanTimer* ct) {
+// Returns with ct->mu held, which the caller releases.
+bool lock_and_dequeue(ChanTimer* ct) NUGO_ACQUIRE(ct->mu) {
   for (;;) {
     ct->mu.lock();
     if (deltimer(&ct->t)) return true;
