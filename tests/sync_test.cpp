@@ -333,20 +333,24 @@ TEST_CASE("durations too long to represent wait forever, and zero and negative r
           "[sched][time]") {
   nugo::run([] {
     std::atomic<int> woke{0};
-    auto sleeper = [&](auto wait) { nugo::go([&woke, wait] { wait(); woke.fetch_add(1); }); };
+    auto sleeper = [&](auto wait) { nugo::go([&woke, wait]() mutable { wait(); woke.fetch_add(1); }); };
     sleeper([] { nugo::sleep_for(std::chrono::nanoseconds::max()); });
     sleeper([] { nugo::sleep_for(std::chrono::years(300)); });
     sleeper([] { nugo::sleep_for(std::chrono::hours::max()); });
     sleeper([] { nugo::sleep_for(std::chrono::duration<double>(1e300)); });
     sleeper([] { nugo::sleep_until(nugo::Clock::time_point::max()); });
-    sleeper([] { nugo::after(std::chrono::years(300)).recv(); });
-    sleeper([] { nugo::Timer t(std::chrono::seconds::max()); t.c.recv(); });
-    sleeper([] { nugo::Ticker k(std::chrono::hours::max()); k.c.recv(); });
-    sleeper([] {
-      nugo::Timer t(1ms);
-      t.reset(std::chrono::nanoseconds::max());
-      t.c.recv();
-    });
+    // The timers live here, not in the sleepers' frames: the sleepers are abandoned when run()
+    // returns, and nothing runs the destructors of an abandoned goroutine's locals (as in Go),
+    // so what those frames owned would leak. Their closures' copies of the channels are freed.
+    nugo::Chan<nugo::Clock::time_point> after = nugo::after(std::chrono::years(300));
+    nugo::Timer timer(std::chrono::seconds::max());
+    nugo::Ticker ticker(std::chrono::hours::max());
+    nugo::Timer reset(1ms);
+    reset.reset(std::chrono::nanoseconds::max());
+    sleeper([after]() mutable { after.recv(); });
+    sleeper([c = timer.c]() mutable { c.recv(); });
+    sleeper([c = ticker.c]() mutable { c.recv(); });
+    sleeper([c = reset.c]() mutable { c.recv(); });
     nugo::sleep_for(300ms);
     CHECK(woke.load() == 0);
 
