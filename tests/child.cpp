@@ -1,12 +1,21 @@
 // A program the tests run as a child process, for behaviour that ends the process: bad
-// configuration, a panicking goroutine, a stack overflow.
+// configuration, a panicking goroutine, a stack overflow, misuse of channels and locks, the
+// limits of the machine running out, fork().
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nugo/net.hpp>
 #include <nugo/nugo.hpp>
+#include <string>
+#include <vector>
 #include <nugo/trace.hpp>
 #include <stdexcept>
 
@@ -32,6 +41,145 @@ int fib(int n) {
   int b = fib(n - 2);
   wg.wait();
   return a + b;
+}
+
+// The number of threads of this process, from /proc.
+long thread_count() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::strtol(line.c_str() + 8, nullptr, 10);
+  return -1;
+}
+
+// The process's address space now, in bytes (VmSize).
+long long address_space() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoll(line.c_str() + 7, nullptr, 10) * 1024;
+  return -1;
+}
+
+// Root ignores RLIMIT_NPROC: become nobody, whose processes the limit then counts.
+bool drop_root() {
+  if (geteuid() != 0) return true;
+  if (setgid(65534) == 0 && setuid(65534) == 0) return true;
+  std::perror("setuid");
+  return false;
+}
+
+// Goroutines block in system calls until the runtime needs more threads than the limit
+// allows: the M that cannot be created must be a fatal error that says so.
+int thread_storm() {
+  if (!drop_root()) return 3;
+  return nugo::run([] {
+    rlimit lim{};
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(thread_count() + 2);
+    if (setrlimit(RLIMIT_NPROC, &lim) != 0) {
+      std::perror("setrlimit");
+      return 3;
+    }
+    nugo::WaitGroup wg;
+    for (int i = 0; i < 64; ++i) {
+      wg.add(1);
+      nugo::go([&] {
+        nugo::syscall([] { usleep(200'000); });
+        wg.done();
+      });
+    }
+    wg.wait();
+    std::puts("64 blocking syscalls completed under the thread limit?");
+    return 0;
+  });
+}
+
+// A million goroutines blocked on a channel, with the address space capped: the stacks run out.
+int stack_exhaustion() {
+  return nugo::run([] {
+    rlimit lim{};
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(address_space() + (1LL << 30));
+    if (setrlimit(RLIMIT_AS, &lim) != 0) {
+      std::perror("setrlimit");
+      return 3;
+    }
+    nugo::Chan<int> never;
+    for (int i = 0; i < 1'000'000; ++i) nugo::go([never]() mutable { never.recv(); });
+    std::puts("a million stacks fit in a gigabyte?");
+    return 0;
+  });
+}
+
+// Sockets until the descriptors run out: the call that cannot get one fails with EMFILE, and
+// once some are closed the poller works again.
+int fd_exhaustion() {
+  return nugo::run([] {
+    rlimit lim{64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+      std::perror("setrlimit");
+      return 3;
+    }
+    auto ln = nugo::net::listen("127.0.0.1", 0);
+    if (!ln) return 3;
+    std::vector<nugo::net::Conn> conns;
+    std::error_code error;
+    for (int i = 0; i < 200 && !error; ++i) {
+      auto c = nugo::net::dial("127.0.0.1", ln->port());
+      if (!c) {
+        error = c.error();
+        break;
+      }
+      conns.push_back(std::move(*c));
+    }
+    // Descriptors back first: UBSan's vptr check of the error's category needs a pipe.
+    std::size_t dialled = conns.size();
+    conns.clear();
+    std::printf("dial %zu: %s\n", dialled, error.message().c_str());
+    if (error != std::errc::too_many_files_open) return 1;
+    // The poller still serves descriptors: a round trip over a fresh connection (to a fresh
+    // listener: the first one's backlog holds the connections just closed).
+    ln = nugo::net::listen("127.0.0.1", 0);
+    if (!ln) return 3;
+    nugo::Chan<int> accepted(1);
+    nugo::go([&ln, accepted]() mutable {
+      auto s = ln->accept();
+      char b = 0;
+      if (s && s->read_full(&b, 1).n == 1) (void)s->write_all(&b, 1);
+      accepted.send(s ? 1 : 0);
+    });
+    auto c = nugo::net::dial("127.0.0.1", ln->port());
+    char b = 'x', back = 0;
+    bool ok = c && c->write_all(&b, 1) && c->read_full(&back, 1).n == 1 && back == 'x';
+    ok = *accepted.recv() == 1 && ok;
+    std::printf("after closing: round trip %s\n", ok ? "ok" : "failed");
+    return ok ? 0 : 1;
+  });
+}
+
+// fork() from a goroutine: a child that execs works; a child that goes on running goroutines
+// is stopped with a message (`then`: "exec", "go" or "block").
+int fork_child(const char* then) {
+  return nugo::run([then] {
+    nugo::Chan<int> status(1);
+    nugo::go([then, status]() mutable {
+      pid_t pid = fork();
+      if (pid == 0) {
+        if (std::strcmp(then, "exec") == 0) {
+          execl("/bin/sh", "sh", "-c", "exit 7", static_cast<char*>(nullptr));
+          _exit(127);
+        }
+        if (std::strcmp(then, "go") == 0) nugo::go([] {});
+        nugo::Chan<int> c(1);
+        c.send(1);
+        nugo::yield();  // the child's goroutine gives up the thread: nothing can run next
+        _exit(0);
+      }
+      int st = 0;
+      nugo::syscall([&] { return waitpid(pid, &st, 0); });
+      status.send(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    });
+    int st = *status.recv();
+    std::printf("child exited with %d\n", st);
+    return 0;
+  });
 }
 
 // A little of everything the tracer records (trace_test.cpp, tests/CMakeLists.txt): fork-join
@@ -151,7 +299,44 @@ int main(int argc, char** argv) {
       return 0;
     });
   }
+  if (std::strcmp(mode, "send-closed") == 0) {
+    return nugo::run([] {
+      nugo::Chan<int> c(1);
+      c.close();
+      c.send(1);
+    });
+  }
+  if (std::strcmp(mode, "close-closed") == 0) {
+    return nugo::run([] {
+      nugo::Chan<int> c;
+      c.close();
+      c.close();
+    });
+  }
+  if (std::strcmp(mode, "close-nil") == 0) {
+    return nugo::run([] { nugo::Chan<int>::nil().close(); });
+  }
+  if (std::strcmp(mode, "unlock-unlocked") == 0) {
+    return nugo::run([] {
+      nugo::Mutex mu;
+      mu.unlock();
+    });
+  }
+  if (std::strcmp(mode, "runlock-unlocked") == 0) {
+    return nugo::run([] {
+      nugo::RWMutex mu;
+      mu.unlock_shared();
+    });
+  }
+  if (std::strcmp(mode, "thread-storm") == 0) return thread_storm();
+  if (std::strcmp(mode, "stack-exhaustion") == 0) return stack_exhaustion();
+  if (std::strcmp(mode, "fd-exhaustion") == 0) return fd_exhaustion();
+  if (std::strcmp(mode, "fork-exec") == 0) return fork_child("exec");
+  if (std::strcmp(mode, "fork-go") == 0) return fork_child("go");
+  if (std::strcmp(mode, "fork-block") == 0) return fork_child("block");
   std::fprintf(stderr, "usage: nugo_test_child run|panic|overflow|negative-waitgroup|deadlock|"
-                       "timer-not-deadlock\n");
+                       "timer-not-deadlock|send-closed|close-closed|close-nil|unlock-unlocked|"
+                       "runlock-unlocked|thread-storm|stack-exhaustion|fd-exhaustion|fork-exec|"
+                       "fork-go|fork-block\n");
   return 64;
 }

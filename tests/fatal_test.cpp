@@ -1,5 +1,7 @@
 // What ends a process, checked in a child process: configuration errors name the variable and
-// exit with 2; a panicking goroutine and a stack overflow name the goroutine.
+// exit with 2; a panicking goroutine and a stack overflow name the goroutine; misuse of a
+// channel or a lock, and the machine's limits running out (threads, address space,
+// descriptors), end in a message and a documented exit status, never a hang or a bare signal.
 #include <csignal>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -30,7 +32,18 @@ TEST_CASE("a malformed environment variable is named, with exit status 2", "[fat
                  Case{"NUGO_STACK=lots", "NUGO_STACK"}, Case{"NUGO_STACK=4k", "NUGO_STACK"},
                  Case{"NUGO_STACK=2g", "NUGO_STACK"}, Case{"NUGO_TOPOLOGY=bogus", "NUGO_TOPOLOGY"},
                  Case{"NUGO_TOPOLOGY=xml:/nonexistent.xml", "NUGO_TOPOLOGY"},
-                 Case{"NUGO_TOPOLOGY=synthetic:not-a-topology", "NUGO_TOPOLOGY"}}) {
+                 Case{"NUGO_TOPOLOGY=synthetic:not-a-topology", "NUGO_TOPOLOGY"},
+                 Case{"NUGO_TOPOLOGY=xml:" NUGO_TEST_DATA "/corrupt-topology.xml", "NUGO_TOPOLOGY"},
+                 Case{"NUGO_TOPOLOGY=xml:" NUGO_TEST_DATA "/empty-topology.xml", "NUGO_TOPOLOGY"},
+                 Case{"NUGO_MODE=numb", "NUGO_MODE"}, Case{"NUGO_BIND=socket", "NUGO_BIND"},
+                 Case{"NUGO_TIMESLICE=5", "NUGO_TIMESLICE"}, Case{"NUGO_TIMESLICE=1us", "NUGO_TIMESLICE"},
+                 Case{"NUGO_PREEMPT_SIGNAL=SIGKILL", "NUGO_PREEMPT_SIGNAL"},
+                 Case{"NUGO_PREEMPT_SIGNAL=99", "NUGO_PREEMPT_SIGNAL"},
+                 Case{"NUGO_DEBUG=schedtrace=abc", "NUGO_DEBUG"}, Case{"NUGO_NUMA=bogus", "NUGO_NUMA"},
+                 Case{"NUGO_NUMA=remote_take=all", "NUGO_NUMA"},
+                 Case{"NUGO_STATS=/nonexistent/dir/s.json", "NUGO_STATS"},
+                 Case{"NUGO_TRACE=/nonexistent/dir/t.json", "NUGO_TRACE"},
+                 Case{"NUGO_TRACE_MAX=1k", "NUGO_TRACE_MAX"}, Case{"NUGO_TRACE_MAX=huge", "NUGO_TRACE_MAX"}}) {
     INFO(c.env);
     auto r = run_child(c.env, "run");
     CHECK(r.exit_code == 2);
@@ -139,4 +152,78 @@ TEST_CASE("the P count is capped at Config::kMaxProcs on a topology with more PU
   CHECK(procs == 3);
   cfg.procs = nugo::Config::kMaxProcs + 1;
   CHECK_THROWS_AS(nugo::run([] {}, cfg), nugo::ConfigError);
+}
+
+// ---- misuse: Go panics or throws, and so does nugo ----
+
+TEST_CASE("channel misuse panics with Go's message, exit status 2", "[fatal]") {
+  struct Case { const char* mode; const char* message; };
+  for (Case c : {Case{"send-closed", "panic: send on closed channel"},
+                 Case{"close-closed", "panic: close of closed channel"},
+                 Case{"close-nil", "panic: close of nil channel"}}) {
+    INFO(c.mode);
+    auto r = run_child("", c.mode);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(c.message) != std::string::npos);
+    CHECK(r.output.find("goroutine 1 [running]") != std::string::npos);
+  }
+}
+
+TEST_CASE("unlocking an unlocked Mutex or RWMutex is a fatal error, exit status 2", "[fatal]") {
+  auto r = run_child("", "unlock-unlocked");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: sync: unlock of unlocked mutex") != std::string::npos);
+  r = run_child("", "runlock-unlocked");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: sync: RUnlock of unlocked RWMutex") != std::string::npos);
+}
+
+// ---- the machine's limits ----
+
+TEST_CASE("no thread for a blocking syscall is a fatal error naming the limit", "[fatal]") {
+  // RLIMIT_NPROC lowered to the threads running, then 64 goroutines block in syscalls: the
+  // hand-off needs Ms the kernel refuses.
+  auto r = run_child("NUGO_PROCS=2", "thread-storm");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: newm: cannot create an OS thread") != std::string::npos);
+  CHECK(r.output.find("RLIMIT_NPROC") != std::string::npos);
+  CHECK(r.output.find("completed") == std::string::npos);
+}
+
+// [manygoroutines]: under TSan its own allocator runs out first (a fiber costs it 768k).
+TEST_CASE("running out of address space for stacks is a fatal error naming NUGO_STACK",
+          "[fatal][manygoroutines]") {
+  // RLIMIT_AS a gigabyte above what the process has, then a million blocked goroutines.
+  auto r = run_child("NUGO_PROCS=2", "stack-exhaustion");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: cannot reserve") != std::string::npos);
+  CHECK(r.output.find("lower NUGO_STACK") != std::string::npos);
+}
+
+TEST_CASE("running out of descriptors fails the call with EMFILE and the poller recovers", "[fatal]") {
+  auto r = run_child("NUGO_PROCS=2", "fd-exhaustion");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("Too many open files") != std::string::npos);
+  CHECK(r.output.find("after closing: round trip ok") != std::string::npos);
+}
+
+// ---- fork ----
+
+TEST_CASE("fork from a goroutine, then exec, works", "[fatal]") {
+  auto r = run_child("NUGO_PROCS=2", "fork-exec");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("child exited with 7") != std::string::npos);
+}
+
+TEST_CASE("a forked child that goes on scheduling goroutines stops with a message", "[fatal]") {
+  // The child has only the forking thread: its nugo::go, and its goroutine's next switch,
+  // are fatal errors (exit 2, which the parent prints) instead of a hang.
+  for (const char* mode : {"fork-go", "fork-block"}) {
+    INFO(mode);
+    auto r = run_child("NUGO_PROCS=2", mode);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("in a child of fork()") != std::string::npos);
+    CHECK(r.output.find("may only call exec or _exit") != std::string::npos);
+    CHECK(r.output.find("child exited with 2") != std::string::npos);
+  }
 }

@@ -506,6 +506,8 @@ namespace {
 // run next (park_m's change of mind, gosched_m's batch from the global queue).
 void schedule(M* m) {
   for (Next next; !sched->stopping.load(rlx);) {
+    if (forked_child) [[unlikely]]  // a goroutine blocked, yielded or ended after fork()
+      forked_child_fatal("a goroutine switch");
     if (m->lockedg) {  // this M runs its locked G and nothing else
       if (next.gp != m->lockedg) {
         if (next.gp) runqput(m->p, next.gp, false);
@@ -614,6 +616,8 @@ void pinnedput_wake(Domain* d, G* gp, int node) {
 
 // Makes gp runnable. node: its home (a node index) for go_on, or -1 for the creator's node.
 void newproc1(G* gp, int node) {
+  if (forked_child) [[unlikely]]
+    forked_child_fatal("nugo::go");
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   gp->status.store(GStatus::runnable, rlx);

@@ -8,6 +8,7 @@
 // closures are destroyed and their stacks unmapped. Two things can still hold run() up: a
 // goroutine inside nugo::syscall (its M returns when the call does) and, with
 // asyncpreemptoff=1, a goroutine in a loop without scheduling points.
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -45,6 +46,12 @@ void claim_cpus(const topo::Topology& t, const std::vector<int>& pus, int value,
 }
 
 std::mutex run_mutex;  // one runtime instance at a time per process
+
+// The child of a fork() taken while an instance ran inherits the instance's memory but only
+// the forking thread: see forked_child. Registered once, at the first run().
+void note_fork_in_child() {
+  if (sched) forked_child = true;
+}
 
 // Constant-initialized, so registration from other files' static initializers finds it ready.
 void (*stop_hooks[kMaxStopHooks])() = {};
@@ -258,8 +265,22 @@ std::FILE* open_stats_file(const Config& cfg, bool exit_on_bad_config) {
 
 }  // namespace
 
+bool forked_child = false;
+
+void forked_child_fatal(const char* what) {
+  fatal("%s in a child of fork(): the runtime was running when the process forked, and only "
+        "the forking thread survives in the child, so nothing can be scheduled there; a "
+        "forked child may only call exec or _exit (as Go's syscall.ForkExec does)", what);
+}
+
 void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_bad_config) {
+  if (forked_child) forked_child_fatal("nugo::run");
   if (getm()) throw std::logic_error("nugo::run: called from inside the runtime");
+  static std::once_flag atfork_once;
+  std::call_once(atfork_once, [] {
+    if (int e = pthread_atfork(nullptr, nullptr, note_fork_in_child))
+      fatal("pthread_atfork failed (%s)", std::strerror(e));
+  });
   std::unique_lock guard(run_mutex, std::try_to_lock);
   if (!guard.owns_lock()) throw std::logic_error("nugo::run: a runtime is already running");
 

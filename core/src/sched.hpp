@@ -120,6 +120,12 @@ extern thread_local bool starting_runtime;
 // Set on the thread in run_main while it deletes the instance, which destroys the closures of
 // abandoned goroutines: sockets they own are closed although their calls never return.
 extern thread_local bool tearing_down;
+// Set in a child of fork() when a runtime instance was running in the parent. The child has
+// only the thread that forked: every other M, sysmon and the poller are gone, and any lock
+// they held stays held. It may exec or _exit; scheduling anything there is a fatal error
+// (forked_child_fatal), checked where a goroutine is created or the scheduler is entered.
+extern bool forked_child;
+[[noreturn]] void forked_child_fatal(const char* what);
 // Layers above the scheduler (the socket layer) register here, at program start, what run()
 // must do once an instance has stopped and been freed: release what its abandoned goroutines
 // held. The scheduler never calls up into them by name. At most kMaxStopHooks.
