@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Soak: seeded random programs for as long as asked, across the configurations the suite
-# runs in. Each program (tests/hostile.cpp, "random SEED") is a tree of goroutines that spawn,
-# talk over buffered and unbuffered channels, select with timeouts, sleep, fire and stop
-# timers, make system calls, lock a Mutex and compute; it checks that every token sent was
-# received once (the balance returns to zero), that the Mutex excluded, and, by joining every
-# goroutine on a WaitGroup, that none was lost. A failure or a hang (no progress within the
-# limit) prints the seed, the configuration and the command that reproduces it.
+# runs in. Each program (tests/program.hpp, run by tests/hostile.cpp "random SEED") is a tree
+# of goroutines that spawn (go and go_on), yield, compute, hog the CPU until preempted, check
+# x87/SSE/AVX results against a plain thread's, talk over channels with select (with and
+# without default), close channels under blocked senders and receivers, use Mutex, RWMutex,
+# Cond, Once, a std::mutex and slow function-local statics, sleep, race Timer and Ticker
+# stop/reset against their firing, use durations from negative to the largest, make system
+# calls and lock themselves to their thread. It checks that every value sent was received
+# once, that no goroutine was lost (a program without progress for 60 s is a hang: its seed
+# and a goroutine dump are printed), that the locks excluded, and that the runtime's
+# statistics add up. A failure or a hang prints the seed, the configuration and the command
+# that reproduces it.
 #
 # usage: scripts/soak.sh MINUTES [--sanitize=address] [--batch N] [--first-seed S]
 #   MINUTES        how long to run (a whole number, at least 1)
@@ -44,27 +49,30 @@ if [ ! -x "$bin" ]; then
 fi
 
 # The suite's configurations (tests/CMakeLists.txt): P counts, flat and NUMA on emulated
-# 2- and 4-node machines, short and Go's default slices.
+# 2- and 4-node machines, the shortest slice allowed (where the hostile run crashed), a short
+# one and Go's default.
 shared=../shared/topologies
 two="synthetic:pack:2 numa:1 core:6 pu:2"; four="synthetic:pack:4 numa:1 core:6 pu:2"
 [ -f "$shared/xeon-2socket-2node-24pu.xml" ] && two="xml:$shared/xeon-2socket-2node-24pu.xml"
 [ -f "$shared/xeon-4socket-4node-96pu.xml" ] && four="xml:$shared/xeon-4socket-4node-96pu.xml"
 configs=()  # assignments separated by ';' (a synthetic topology has spaces)
-for slice in 50us 10ms; do
+for slice in 20us 50us 10ms; do
   for procs in 1 2 8; do configs+=("NUGO_MODE=flat;NUGO_PROCS=$procs;NUGO_TIMESLICE=$slice"); done
   configs+=("NUGO_MODE=numa;NUGO_PROCS=4;NUGO_TIMESLICE=$slice;NUGO_TOPOLOGY=$two")
   configs+=("NUGO_MODE=numa;NUGO_PROCS=8;NUGO_TIMESLICE=$slice;NUGO_TOPOLOGY=$four")
 done
 
-# A batch that takes longer than this has hung (a batch of 20 takes a few seconds).
-limit=$(( 30 + 6 * batch ))
+# A batch that takes longer than this has hung (a batch of 20 takes a few seconds; the
+# program's own watchdog reports a seed without progress for 60 s first). SIGQUIT makes the
+# runtime print its goroutines; SIGKILL follows if even that hangs.
+limit=$(( 90 + 6 * batch ))
 start=$(date +%s); end=$(( start + 60 * minutes ))
 passed=0 batches=0 last_report=$start
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_config() {  # config, first seed, count -> exit status of the batch, output in $log
   local vars
   IFS=';' read -ra vars <<< "$1"
-  timeout -s KILL "$limit" env "${vars[@]}" "$bin" random "$2" "$3" >"$log" 2>&1
+  timeout -s QUIT -k 10 "$limit" env "${vars[@]}" "$bin" random "$2" "$3" >"$log" 2>&1
 }
 shown() { local IFS=' '; local vars; IFS=';' read -ra vars <<< "$1"; printf '%q ' "${vars[@]}"; }
 echo "soak.sh: $bin, ${#configs[@]} configurations, $batch seeds a process, for $minutes min"
@@ -72,9 +80,10 @@ while [ "$(date +%s)" -lt "$end" ]; do
   config=${configs[$(( batches % ${#configs[@]} ))]}
   rc=0; run_config "$config" "$seed" "$batch" || rc=$?
   if [ "$rc" -ne 0 ]; then
-    what="failed (exit $rc)"; [ "$rc" -eq 137 ] && what="hung (killed after ${limit}s)"
+    what="failed (exit $rc)"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && what="hung (stopped after ${limit}s)"
     echo "soak.sh: FAIL: a batch $what: seeds $seed..$(( seed + batch - 1 )), $(shown "$config")"
-    tail -n 20 "$log"
+    tail -n 40 "$log"
     # Which seed: run them one at a time.
     for (( s = seed; s < seed + batch; s++ )); do
       if ! run_config "$config" "$s" 1; then

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -328,6 +329,23 @@ int main(int argc, char** argv) {
       mu.unlock_shared();
     });
   }
+  if (std::strcmp(mode, "sigquit") == 0) {
+    // A program that waits forever (but is no deadlock: a goroutine sleeps in a long timer)
+    // is sent SIGQUIT, as `kill -QUIT` would: it must say where each goroutine waits.
+    return nugo::run([] {
+      nugo::Chan<int> never;
+      nugo::go([] { nugo::sleep_for(std::chrono::hours(1)); });
+      nugo::Chan<int> unread;
+      nugo::go([unread]() mutable { unread.send(1); });
+      nugo::go([] {
+        nugo::sleep_for(std::chrono::milliseconds(100));
+        kill(getpid(), SIGQUIT);
+      });
+      never.recv();
+      std::puts("not reached");
+      return 0;
+    });
+  }
   if (std::strcmp(mode, "thread-storm") == 0) return thread_storm();
   if (std::strcmp(mode, "stack-exhaustion") == 0) return stack_exhaustion();
   if (std::strcmp(mode, "fd-exhaustion") == 0) return fd_exhaustion();
@@ -336,7 +354,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "fork-block") == 0) return fork_child("block");
   std::fprintf(stderr, "usage: nugo_test_child run|panic|overflow|negative-waitgroup|deadlock|"
                        "timer-not-deadlock|send-closed|close-closed|close-nil|unlock-unlocked|"
-                       "runlock-unlocked|thread-storm|stack-exhaustion|fd-exhaustion|fork-exec|"
+                       "runlock-unlocked|sigquit|thread-storm|stack-exhaustion|fd-exhaustion|fork-exec|"
                        "fork-go|fork-block\n");
   return 64;
 }

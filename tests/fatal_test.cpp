@@ -154,6 +154,17 @@ TEST_CASE("the P count is capped at Config::kMaxProcs on a topology with more PU
   CHECK_THROWS_AS(nugo::run([] {}, cfg), nugo::ConfigError);
 }
 
+TEST_CASE("SIGQUIT prints every goroutine and where it waits, then exits 2, as Go does", "[fatal]") {
+  auto r = run_child("NUGO_PROCS=2", "sigquit");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("SIGQUIT: quit") != std::string::npos);
+  CHECK(r.output.find("G1: status=4(chan receive)") != std::string::npos);
+  CHECK(r.output.find("status=4(chan send)") != std::string::npos);
+  CHECK(r.output.find("status=4(sleep)") != std::string::npos);
+  CHECK(r.output.find("P1: status=") != std::string::npos);
+  CHECK(r.output.find("not reached") == std::string::npos);
+}
+
 // ---- misuse: Go panics or throws, and so does nugo ----
 
 TEST_CASE("channel misuse panics with Go's message, exit status 2", "[fatal]") {

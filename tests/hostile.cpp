@@ -6,8 +6,8 @@
 //   nugo_hostile x87-sum             long double sums under preemption equal a plain thread's
 //   nugo_hostile x87-stack           x87 register stacks survive preemption and migration
 //   nugo_hostile mix SEED            yields, channels and compute between partners
-//   nugo_hostile random SEED [N]     a seeded random mix: spawns, channels, select, timers,
-//                                    syscalls, mutexes (N seeds from SEED, one run() each)
+//   nugo_hostile random SEED [N]     seeded random programs that check themselves
+//                                    (program.hpp; N seeds from SEED, one run() each)
 //   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
 //   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
 //   nugo_hostile static-init         function-local statics with slow initializers
@@ -24,6 +24,8 @@
 #include <cstring>
 #include <mutex>
 #include <nugo/nugo.hpp>
+#include <csignal>
+#include <chrono>
 #include <random>
 #include <shared_mutex>
 #include <string>
@@ -31,6 +33,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "program.hpp"
 
 using namespace std::chrono_literals;
 
@@ -215,93 +219,57 @@ int mix(std::uint32_t seed) {
   return sum.load() == want ? 0 : 1;
 }
 
-// A random program from a seed: a tree of goroutines that spawn, talk over buffered and
-// unbuffered channels, select with timeouts, sleep, make system calls, lock mutexes and
-// compute. Every goroutine reports to a WaitGroup; the total of the tokens is checked.
-struct RandomEnv {
-  nugo::WaitGroup wg;
-  nugo::Mutex mu;
-  std::int64_t guarded = 0;
-  nugo::Chan<int> shared{4};
-  std::atomic<std::int64_t> tokens{0};
-  std::atomic<int> spawned{0};
-};
-
-// One goroutine of a random program: spawns children, asks a helper goroutine questions over
-// its own channel, and does random things in between.
-void random_node(RandomEnv* env, std::uint32_t seed, int depth) {
-  std::mt19937 rng(seed);
-  int children = depth < 3 ? static_cast<int>(rng() % 4) : 0;
-  for (int c = 0; c < children; ++c) {
-    env->spawned.fetch_add(1);
-    std::uint32_t cs = rng();
-    go_counted(env->wg, [env, cs, depth] { random_node(env, cs, depth + 1); });
+// Seeded random programs (program.hpp), one run() each. A watchdog thread turns a program
+// that has not finished in kHangSeconds into a report: the seed, then the runtime's goroutine
+// dump (SIGQUIT), exit 2.
+int random_programs(std::uint32_t first, int count) {
+  constexpr int kHangSeconds = 60;
+  nugo::Config cfg;
+  try {
+    cfg = nugo::Config::from_env();
+  } catch (const nugo::ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   }
-  nugo::Chan<int> asks_ch(rng() % 2);
-  nugo::Chan<int> replies(1);
-  int asks = 1 + static_cast<int>(rng() % 20);
-  env->spawned.fetch_add(1);
-  go_counted(env->wg, [asks_ch, replies, asks] {
-    for (int i = 0; i < asks; ++i) replies.send(*asks_ch.recv() * 2);
+  std::atomic<std::uint32_t> current{first};
+  std::atomic<int> started{0};
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    int last = -1;
+    auto since = std::chrono::steady_clock::now();
+    while (!finished.load()) {
+      std::this_thread::sleep_for(100ms);
+      if (int now = started.load(); now != last) {
+        last = now;
+        since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(kHangSeconds)) {
+        std::printf("random %u: no progress in %d s (a lost wake-up?); goroutine dump:\n",
+                    current.load(), kHangSeconds);
+        std::fflush(stdout);
+        kill(getpid(), SIGQUIT);  // the runtime prints every goroutine and exits 2
+        std::this_thread::sleep_for(10s);
+        _exit(3);
+      }
+    }
   });
-  int asked = 0;
-  auto ask = [&](int v) {
-    asks_ch.send(v);
-    env->tokens.fetch_add(*replies.recv() - 2 * v);
-    ++asked;
-  };
-  for (int step = 0; step < 60; ++step) {
-    switch (rng() % 9) {
-      case 0: nugo::yield(); break;
-      case 1: compute(rng(), static_cast<int>(rng() % 50'000)); break;
-      case 2:
-        if (asked < asks) ask(step);
-        break;
-      case 3: {
-        int v = static_cast<int>(rng() % 100);
-        nugo::select(nugo::on_send(env->shared, v, [&] { env->tokens.fetch_add(v); }),
-                     nugo::on_recv(env->shared, [&](std::optional<int> got) { env->tokens.fetch_sub(*got); }),
-                     nugo::on_recv(nugo::after(std::chrono::microseconds(rng() % 200))));
-        break;
-      }
-      case 4: nugo::sleep_for(std::chrono::microseconds(rng() % 300)); break;
-      case 5: nugo::syscall([] { return ::getpid(); }); break;
-      case 6: {
-        std::lock_guard lock(env->mu);
-        ++env->guarded;
-        compute(step, 500);
-        --env->guarded;
-        break;
-      }
-      case 7: {
-        nugo::Timer t(std::chrono::microseconds(rng() % 100));
-        if (rng() % 2) t.stop(); else t.c.recv();
-        break;
-      }
-      case 8: nugo::syscall([] { timespec ts{0, 20'000}; return ::nanosleep(&ts, nullptr); }); break;
+  int rc = 0;
+  long long goroutines = 0;
+  for (int i = 0; i < count && rc == 0; ++i) {
+    std::uint32_t seed = first + static_cast<std::uint32_t>(i);
+    current.store(seed);
+    started.fetch_add(1);
+    program::Outcome out = program::run_seed(seed, cfg);
+    goroutines += out.goroutines;
+    if (!out.ok) {
+      std::printf("random %u: %s (%d goroutines)\n", seed, out.failure.c_str(), out.goroutines);
+      rc = 1;
     }
   }
-  while (asked < asks) ask(asked);  // the helper expects all its questions
-}
-
-// A random program from a seed: a tree of goroutines that spawn, talk over buffered and
-// unbuffered channels, select with timeouts, sleep, make system calls, lock mutexes and
-// compute. The total of the tokens that move is checked.
-int random_mix(std::uint32_t seed) {
-  RandomEnv env;
-  nugo::run([&] {
-    go_counted(env.wg, [e = &env, seed] { random_node(e, seed, 0); });
-    env.wg.wait();
-    // What is still buffered in `shared` was counted when sent.
-    for (auto v = env.shared.try_recv(); v.ready; v = env.shared.try_recv()) env.tokens.fetch_sub(*v.value);
-    if (env.guarded != 0) std::printf("mutex broken: guarded %lld\n", static_cast<long long>(env.guarded));
-  });
-  if (env.tokens.load() != 0 || env.guarded != 0) {
-    std::printf("random %u: %d goroutines, token balance %lld\n", seed, env.spawned.load() + 1,
-                static_cast<long long>(env.tokens.load()));
-    return 1;
-  }
-  return 0;
+  finished.store(true);
+  watchdog.join();
+  if (rc == 0) std::printf("random %u..%u: %d programs passed, %lld goroutines\n", first,
+                           first + static_cast<std::uint32_t>(count) - 1, count, goroutines);
+  return rc;
 }
 
 int yield_spin() {
@@ -479,9 +447,7 @@ int main(int argc, char** argv) {
   if (mode == "mix") return mix(seed);
   if (mode == "random") {  // random FIRST [COUNT]: COUNT seeds from FIRST, one run() each
     int count = argc > 3 ? std::atoi(argv[3]) : 1;
-    for (int i = 0; i < count; ++i)
-      if (int rc = random_mix(seed + static_cast<std::uint32_t>(i))) return rc;
-    return 0;
+    return random_programs(seed, count);
   }
   if (mode == "yield-spin") return yield_spin();
   if (mode == "std-mutex") return std_mutex();

@@ -288,6 +288,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   std::FILE* stats_file = open_stats_file(cfg, exit_on_bad_config);
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
+  signals::install_quit_handler();
   // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
   numa::detail::publish_topology(&topology, cfg.debug_numa);
   try {
@@ -359,6 +360,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->sysmon_note.wakeup();
   sched->sysmon.join();
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
+  signals::remove_quit_handler();
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
   save_final_stats(*sched);  // every M is gone: the counts are final
   trace_stop_run();          // and the trace, if one is still on, is complete

@@ -93,6 +93,43 @@ void install_handlers() {
   sigaction(SIGBUS, &sa, &previous_bus);
 }
 
+std::atomic<bool> quit_requested{false};
+
+namespace {
+
+struct sigaction previous_quit;
+bool quit_installed = false;
+
+// Async-signal-safe: an atomic store and a futex wake (Note::wakeup).
+void on_quit(int sig) {
+  if (Sched* s = foreign_sched.load(std::memory_order_seq_cst)) {
+    quit_requested.store(true, std::memory_order_seq_cst);
+    s->sysmon_note.wakeup();
+    return;
+  }
+  signal(sig, SIG_DFL);  // between instances: what SIGQUIT would have done without us
+  raise(sig);
+}
+
+}  // namespace
+
+void install_quit_handler() {
+  struct sigaction now {};
+  sigaction(SIGQUIT, nullptr, &now);
+  if (now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) return;  // the program's own
+  struct sigaction sa {};
+  sa.sa_handler = on_quit;
+  sa.sa_flags = SA_ONSTACK | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  quit_requested.store(false);
+  quit_installed = sigaction(SIGQUIT, &sa, &previous_quit) == 0;
+}
+
+void remove_quit_handler() {
+  if (quit_installed) sigaction(SIGQUIT, &previous_quit, nullptr);
+  quit_installed = false;
+}
+
 void* install_altstack() {
   std::size_t size = altstack_size();
   void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -5,6 +5,8 @@
 
 #include <signal.h>
 
+#include <atomic>
+
 namespace nugo::detail::signals {
 
 // Calls the handler that was installed for sig before ours (SA_SIGINFO or not). Returns
@@ -13,6 +15,14 @@ bool call_previous(const struct sigaction& prev, int sig, siginfo_t* info, void*
 
 // Installs the SIGSEGV/SIGBUS handler once per process; earlier handlers are chained.
 void install_handlers();
+// Go's SIGQUIT: while an instance runs, SIGQUIT (kill -QUIT, Ctrl-\) makes sysmon print
+// every P, M and goroutine (schedtrace's detail) and exit with status 2, so that a hung
+// program says where everything waits. Installed by run() only when SIGQUIT has its default
+// action, and put back when the instance stops; with no instance, the default action runs.
+void install_quit_handler();
+void remove_quit_handler();
+extern std::atomic<bool> quit_requested;  // set by the handler, acted on by sysmon
+
 // Gives the calling thread an alternate signal stack; returns it for remove_altstack.
 void* install_altstack();
 void remove_altstack(void* altstack);

@@ -23,9 +23,12 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "netpoll.hpp"
 #include "preempt.hpp"
+#include "signals.hpp"
 #include "trace.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
@@ -113,6 +116,15 @@ bool every_p_idle() {
   return true;
 }
 
+// SIGQUIT (signals.hpp): where everything is, then exit 2, as Go's SIGQUIT traceback does.
+// Sysmon does it because it runs no goroutine and holds no lock between its looks.
+[[noreturn]] void quit_with_dump() {
+  std::fputs("SIGQUIT: quit\n", stderr);
+  schedtrace(/*detail=*/true);
+  std::fflush(stderr);
+  std::_Exit(2);
+}
+
 }  // namespace
 
 void sysmon_main() {
@@ -130,6 +142,8 @@ void sysmon_main() {
   const std::int64_t trace_ns = std::chrono::nanoseconds(sched->cfg.schedtrace).count();
   std::int64_t next_trace = trace_ns > 0 ? seen + trace_ns : INT64_MAX;
   auto trace_if_due = [&] {
+    if (signals::quit_requested.load()) [[unlikely]]
+      quit_with_dump();
     if (std::int64_t now = nanotime(); now >= next_trace && !sched->stopping.load()) {
       schedtrace(sched->cfg.scheddetail);
       next_trace += trace_ns;  // intervals missed while sysmon was late are skipped, as Go's
