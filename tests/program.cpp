@@ -343,8 +343,13 @@ void timer_race(Env* env, Choices& ch) {
       case 2: nugo::select(nugo::on_recv(t->c), nugo::on_recv(nugo::after(200us))); break;
     }
     finished.recv();
+    // Stopped and drained, it stays quiet: a firing under way when stop() began has
+    // delivered by the time stop() returns (Go's deltimer waits for it).
+    t->stop();
     while (t->c.try_recv().ready) {
     }
+    nugo::sleep_for(60us);
+    if (t->c.try_recv().ready) env->fail("a Timer delivered after stop() had returned");
   } else {
     auto tk = std::make_shared<nugo::Ticker>(microseconds(1 + ch.next(20)));
     std::uint32_t delay = ch.next(60);
@@ -356,6 +361,10 @@ void timer_race(Env* env, Choices& ch) {
     }));
     for (int i = 0; i < 3; ++i) nugo::select(nugo::on_recv(tk->c), nugo::on_recv(nugo::after(200us)));
     finished.recv();
+    while (tk->c.try_recv().ready) {
+    }
+    nugo::sleep_for(60us);  // three periods at least
+    if (tk->c.try_recv().ready) env->fail("a Ticker ticked after stop() had returned");
   }
 }
 
