@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <nugo/nugo.hpp>
 #include <nugo/stats.hpp>
 #include <optional>
@@ -107,7 +108,9 @@ Counted<F> counted(nugo::WaitGroup& wg, F f) {
 
 // ---- computations ----
 
-__attribute__((noinline)) std::uint64_t compute(std::uint64_t x, std::uint32_t n) {
+// noipa: a call whose result is unused must still compute (noinline alone lets GCC drop a
+// call it proves pure).
+__attribute__((noipa)) std::uint64_t compute(std::uint64_t x, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
   return x;
 }
@@ -220,7 +223,9 @@ struct Env {
   std::atomic<int> once_runs{0};
   std::atomic<bool> once_called{false};
   std::mutex thread_mu;  // owned by the thread that locks it
-  std::int64_t thread_guarded = 0;
+  std::shared_mutex thread_rw;
+  std::int64_t thread_guarded = 0;  // holders of thread_mu
+  std::int64_t thread_rw_guarded = 0;  // holders of thread_rw
   std::vector<int> nodes;  // the OS nodes go_on accepts
 
   std::mutex failure_mu;
@@ -449,6 +454,35 @@ void hog(Env* env, Choices& ch) {
     }
 }
 
+// Goroutines taking one lock owned by the thread (std::mutex or std::shared_mutex), each
+// holding it for about 60 us, across a short slice's end: a goroutine preempted while it
+// holds the lock must not let another goroutine block its thread on it.
+void thread_lock_party(Env* env, Choices& ch) {
+  int n = 2 + static_cast<int>(ch.next(3)), rounds = 1 + static_cast<int>(ch.next(4));
+  bool shared = ch.next(2);
+  nugo::Chan<int> finished(n);
+  for (int i = 0; i < n; ++i) {
+    env->goroutines.fetch_add(1);
+    nugo::go(counted(env->wg, [env, finished, rounds, shared]() mutable {
+      for (int r = 0; r < rounds; ++r) {
+        if (shared) {
+          std::unique_lock lock(env->thread_rw);
+          if (++env->thread_rw_guarded != 1) env->fail("std::shared_mutex: two holders");
+          compute(r, 200'000);
+          --env->thread_rw_guarded;
+        } else {
+          std::lock_guard lock(env->thread_mu);
+          if (++env->thread_guarded != 1) env->fail("std::mutex: two holders");
+          compute(r, 200'000);
+          --env->thread_guarded;
+        }
+      }
+      finished.send(1);
+    }));
+  }
+  for (int i = 0; i < n; ++i) finished.recv();
+}
+
 // One goroutine of a program. home: the node go_on started it for, or -1.
 void node(Env* env, Choices ch, int depth, int home) {
   if (home >= 0 && nugo::this_g::home_node() != home)
@@ -557,10 +591,7 @@ void node(Env* env, Choices ch, int depth, int home) {
       }
       case 20:
         if (ch.next(2)) {
-          std::lock_guard lock(env->thread_mu);
-          if (++env->thread_guarded != 1) env->fail("std::mutex: two holders");
-          compute(step, 20'000);
-          --env->thread_guarded;
+          thread_lock_party(env, ch);
         } else {
           int i = static_cast<int>(ch.next(16));
           if (slow_static_at(i, std::make_integer_sequence<int, 16>{}) != i + 1)
@@ -630,7 +661,7 @@ Outcome run(Choices ch, const nugo::Config& cfg) {
   out.goroutines = env.goroutines.load();
   if (env.tokens.load() != 0)
     env.fail("token balance %lld: a value was lost or received twice", static_cast<long long>(env.tokens.load()));
-  if (env.guarded != 0 || env.thread_guarded != 0) env.fail("a lock's count did not return to 0");
+  if (env.guarded != 0 || env.thread_guarded != 0 || env.thread_rw_guarded != 0) env.fail("a lock's count did not return to 0");
   if (env.rw_a != env.rw_b) env.fail("RWMutex: counts differ at the end");
   if (env.once_called.load() && env.once_runs.load() != 1) env.fail("Once ran %d times", env.once_runs.load());
   check_stats(env, out.goroutines);
