@@ -6,8 +6,9 @@
 //   nugo_hostile x87-sum             long double sums under preemption equal a plain thread's
 //   nugo_hostile x87-stack           x87 register stacks survive preemption and migration
 //   nugo_hostile mix SEED            yields, channels and compute between partners
-//   nugo_hostile random SEED [N]     seeded random programs that check themselves
-//                                    (program.hpp; N seeds from SEED, one run() each)
+//   nugo_hostile random SEED [N [H]] seeded random programs that check themselves
+//                                    (program.hpp; N seeds from SEED, one run() each; a
+//                                    program without progress for H s (60) is a hang)
 //   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
 //   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
 //   nugo_hostile static-init         function-local statics with slow initializers
@@ -220,10 +221,9 @@ int mix(std::uint32_t seed) {
 }
 
 // Seeded random programs (program.hpp), one run() each. A watchdog thread turns a program
-// that has not finished in kHangSeconds into a report: the seed, then the runtime's goroutine
+// that has not finished in hang_seconds into a report: the seed, then the runtime's goroutine
 // dump (SIGQUIT), exit 2.
-int random_programs(std::uint32_t first, int count) {
-  constexpr int kHangSeconds = 60;
+int random_programs(std::uint32_t first, int count, int hang_seconds) {
   nugo::Config cfg;
   try {
     cfg = nugo::Config::from_env();
@@ -242,9 +242,9 @@ int random_programs(std::uint32_t first, int count) {
       if (int now = started.load(); now != last) {
         last = now;
         since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(kHangSeconds)) {
+      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(hang_seconds)) {
         std::printf("random %u: no progress in %d s (a lost wake-up?); goroutine dump:\n",
-                    current.load(), kHangSeconds);
+                    current.load(), hang_seconds);
         std::fflush(stdout);
         kill(getpid(), SIGQUIT);  // the runtime prints every goroutine and exits 2
         std::this_thread::sleep_for(10s);
@@ -445,9 +445,14 @@ int main(int argc, char** argv) {
   if (mode == "x87-sum") return x87_sum();
   if (mode == "x87-stack") return x87_stack();
   if (mode == "mix") return mix(seed);
-  if (mode == "random") {  // random FIRST [COUNT]: COUNT seeds from FIRST, one run() each
+  if (mode == "random") {  // random FIRST [COUNT [HANG_SECONDS]]: COUNT seeds from FIRST
     int count = argc > 3 ? std::atoi(argv[3]) : 1;
-    return random_programs(seed, count);
+    int hang_seconds = argc > 4 ? std::atoi(argv[4]) : 60;
+    if (count < 1 || hang_seconds < 1) {
+      std::fprintf(stderr, "nugo_hostile random FIRST [COUNT [HANG_SECONDS]]: COUNT and HANG_SECONDS must be positive\n");
+      return 64;
+    }
+    return random_programs(seed, count, hang_seconds);
   }
   if (mode == "yield-spin") return yield_spin();
   if (mode == "std-mutex") return std_mutex();
