@@ -483,6 +483,29 @@ void thread_lock_party(Env* env, Choices& ch) {
   for (int i = 0; i < n; ++i) finished.recv();
 }
 
+// Goroutines wanting the same function-local static at once: while one runs its 200 us
+// initializer (and may be preempted in it), the others wait on its guard, which belongs to
+// the initializing thread. Each static initializes once per process.
+constexpr int kStatics = 64;
+
+void static_party(Env* env, Choices& ch) {
+  int i = static_cast<int>(ch.next(kStatics)), n = 1 + static_cast<int>(ch.next(3));
+  nugo::Chan<int> finished(n);
+  auto want = [env, i] {
+    if (slow_static_at(i, std::make_integer_sequence<int, kStatics>{}) != i + 1)
+      env->fail("function-local static %d: wrong value", i);
+  };
+  for (int g = 0; g < n; ++g) {
+    env->goroutines.fetch_add(1);
+    nugo::go(counted(env->wg, [finished, want]() mutable {
+      want();
+      finished.send(1);
+    }));
+  }
+  want();
+  for (int g = 0; g < n; ++g) finished.recv();
+}
+
 // One goroutine of a program. home: the node go_on started it for, or -1.
 void node(Env* env, Choices ch, int depth, int home) {
   if (home >= 0 && nugo::this_g::home_node() != home)
@@ -593,9 +616,7 @@ void node(Env* env, Choices ch, int depth, int home) {
         if (ch.next(2)) {
           thread_lock_party(env, ch);
         } else {
-          int i = static_cast<int>(ch.next(16));
-          if (slow_static_at(i, std::make_integer_sequence<int, 16>{}) != i + 1)
-            env->fail("function-local static %d: wrong value", i);
+          static_party(env, ch);
         }
         break;
       case 21: {
