@@ -52,7 +52,7 @@ namespace nugo::detail {
 
 void gopreempt(bool by_signal);  // proc.cpp
 
-__attribute__((noinline, noipa)) int* errno_location() { return &errno; }
+__attribute__((NUGO_NOIPA)) int* errno_location() { return &errno; }
 
 namespace {
 

@@ -22,7 +22,14 @@
 
 // Functions that must never be interrupted by the preemption signal: reading the current G,
 // the lock interposers. The handler refuses any PC inside this section (preempt.cpp).
-#define NUGO_NOPREEMPT __attribute__((section("nugo_nopreempt_text"), noinline, noipa))
+// NUGO_NOIPA: the caller may assume nothing about the function from its body (GCC's noipa;
+// clang has none, and skips optnone functions when it infers attributes).
+#if defined(__clang__)
+#define NUGO_NOIPA noinline, optnone
+#else
+#define NUGO_NOIPA noinline, noipa
+#endif
+#define NUGO_NOPREEMPT __attribute__((section("nugo_nopreempt_text"), NUGO_NOIPA))
 
 namespace nugo::detail {
 
