@@ -4,9 +4,10 @@
 #   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber and wrk, for the baseline twins
 #   scripts/bootstrap.sh --vm         also QEMU, Debian's kernel and busybox, for
 #                                     scripts/numa-check.sh --vm (a real multi-node kernel)
-#   scripts/bootstrap.sh --checks     also clang and SPIN, for the lock rules clang checks
-#                                     (scripts/test.sh --thread-safety) and the protocol
-#                                     models (scripts/models.sh)
+#   scripts/bootstrap.sh --checks     also clang (with libFuzzer) and SPIN, for the lock rules
+#                                     clang checks (scripts/test.sh --thread-safety), the
+#                                     fuzzer (scripts/fuzz.sh) and the protocol models
+#                                     (scripts/models.sh)
 # Runs apt-get as root, or through sudo.
 set -euo pipefail
 
@@ -18,7 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
     --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
-    --checks) packages+=(clang spin) ;;
+    --checks) packages+=(clang libclang-rt-14-dev spin) ;;
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

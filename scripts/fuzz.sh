@@ -18,7 +18,7 @@ usage() { echo "usage: scripts/fuzz.sh SECONDS" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 seconds=$1
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -ge 1 ] || { echo "fuzz.sh: SECONDS='$seconds': expected a whole number of seconds, at least 1" >&2; exit 2; }
-command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/bootstrap.sh --checks installs it)" >&2; exit 2; }
+bash scripts/bootstrap.sh --checks  # clang and its libFuzzer
 
 bin=build-fuzz/tests/nugo_fuzz_program
 echo "fuzz.sh: building $bin (clang, libFuzzer, ASan + UBSan)"

@@ -9,6 +9,7 @@
 //   nugo_hostile random SEED [N [H]] seeded random programs that check themselves
 //                                    (program.hpp; N seeds from SEED, one run() each; a
 //                                    program without progress for H s (60) is a hang)
+//   nugo_hostile bytes FILE...       the fuzzer's inputs run as programs (tests/fuzz/corpus)
 //   nugo_hostile yield-spin          goroutines yielding in a loop beside compute
 //   nugo_hostile std-mutex           goroutines taking a std::mutex held across compute
 //   nugo_hostile static-init         function-local statics with slow initializers
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -272,6 +274,34 @@ int random_programs(std::uint32_t first, int count, int hang_seconds) {
   return rc;
 }
 
+// Inputs of the fuzzer (tests/fuzz/), each run as the program its bytes describe.
+int replay_inputs(int n, char** paths) {
+  nugo::Config cfg;
+  try {
+    cfg = nugo::Config::from_env();
+  } catch (const nugo::ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  for (int i = 0; i < n; ++i) {
+    std::FILE* f = std::fopen(paths[i], "rb");
+    if (!f) {
+      std::fprintf(stderr, "nugo_hostile bytes: cannot read %s: %s\n", paths[i], std::strerror(errno));
+      return 2;
+    }
+    std::vector<std::uint8_t> bytes;
+    for (int c; (c = std::fgetc(f)) != EOF;) bytes.push_back(static_cast<std::uint8_t>(c));
+    std::fclose(f);
+    program::Outcome out = program::run_bytes(bytes.data(), bytes.size(), cfg);
+    if (!out.ok) {
+      std::printf("%s: %s (%d goroutines)\n", paths[i], out.failure.c_str(), out.goroutines);
+      return 1;
+    }
+  }
+  std::printf("bytes: %d inputs passed\n", n);
+  return 0;
+}
+
 int yield_spin() {
   constexpr int kYielders = 4, kYields = 20'000;
   std::atomic<int> yields{0};
@@ -442,6 +472,10 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   auto seed = static_cast<std::uint32_t>(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // A background job of a non-interactive shell (the soak's) starts with SIGQUIT ignored,
+  // and the runtime leaves an ignored SIGQUIT alone: take the default back, so that the
+  // watchdog's SIGQUIT gets the runtime's goroutine dump.
+  std::signal(SIGQUIT, SIG_DFL);
   if (mode == "x87-sum") return x87_sum();
   if (mode == "x87-stack") return x87_stack();
   if (mode == "mix") return mix(seed);
@@ -453,6 +487,9 @@ int main(int argc, char** argv) {
       return 64;
     }
     return random_programs(seed, count, hang_seconds);
+  }
+  if (mode == "bytes") {  // bytes FILE...: the fuzzer's inputs (tests/fuzz/corpus), as programs
+    return replay_inputs(argc - 2, argv + 2);
   }
   if (mode == "yield-spin") return yield_spin();
   if (mode == "std-mutex") return std_mutex();

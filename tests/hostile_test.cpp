@@ -58,6 +58,16 @@ TEST_CASE("400 seeded random programs at 20-50 us slices run clean (issue 9.2)",
   }
 }
 
+// The fuzzer's seed corpus, as programs: each input reaches one operation of the interpreter.
+TEST_CASE("the fuzzer's seed corpus runs clean at 1 and 2 Ps", "[hostile]") {
+  for (const char* env : {"NUGO_PROCS=1", "NUGO_PROCS=2 NUGO_TIMESLICE=50us"}) {
+    ChildResult r = hostile(env, "bytes " NUGO_FUZZ_CORPUS "/*", 240);
+    INFO(env << " -> exit " << r.exit_code << ", signal " << r.signal << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.output.find("inputs passed") != std::string::npos);
+  }
+}
+
 TEST_CASE("random programs and the short-slice mix also run clean in NUMA mode on 4 nodes",
           "[hostile]") {
   const std::string numa =
