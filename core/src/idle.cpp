@@ -302,6 +302,15 @@ bool idle_until_p(M* m) {
     if (sched->stopping.load(rlx)) return false;
     std::int64_t next = earliest_timer();
     if ((next != 0 || netpoll_any_waiters()) && sched->lastpoll.exchange(0, sc) != 0) {
+      // The poller now, and the only one: look at stopping again. run() sets it, then
+      // breaks the poll; that break may have gone to the poller before us (which saw
+      // stopping and left), and this M, which checked stopping before that, would then block
+      // until its timer (a far one: forever) with run() waiting to join it. Stopping set
+      // after this load is followed by a break that only a poller consumes, and we are it.
+      if (sched->stopping.load(sc)) {
+        sched->lastpoll.store(nanotime(), sc);
+        return false;
+      }
       sched->poll_until.store(next, sc);
       // Published; now catch a timer added before wake_netpoller could see us.
       std::int64_t again = earliest_timer();

@@ -152,6 +152,8 @@ void sysmon_main() {
   };
   while (!sched->sysmon_exit.load()) {
     if (sched->stopping.load()) {
+      if (signals::quit_requested.load()) [[unlikely]]
+        quit_with_dump();  // a stop that hangs is worth a dump too
       // run() is joining the Ms: each leaves once back on g0, so stop whatever still runs.
       for (auto& pp : sched->allp)
         if (pp->status.load() == PStatus::running) preemptone(pp.get());
