@@ -52,6 +52,8 @@ namespace {
 // counted out again. A call that only reads (stats, validating go_on's node) does not mark:
 // such a thread will not wake a goroutine through it.
 Sched* enter_foreign(bool mark = true) {
+  if (forked_child) [[unlikely]]
+    forked_child_fatal("a call into the runtime from a thread without an M");
   foreign_calls.fetch_add(1, std::memory_order_seq_cst);
   Sched* s = foreign_sched.load(std::memory_order_seq_cst);
   // An M calling from inside nugo::syscall has no P and takes this path too, but it is no
@@ -189,6 +191,10 @@ NUGO_NOPREEMPT void carry_thread_locks_in(G* gp) {
 // and again on the way back: not preemptible (G::locks). The G is pinned first: only then
 // does its M stay its M (getg is atomic with respect to the signal; getm then G is not).
 void mcall(McallFn fn) {
+  // Every switch from a goroutine to its g0 passes here, before the mcall function takes
+  // any lock: in a child of fork() those locks may be held by threads that are gone.
+  if (forked_child) [[unlikely]]
+    forked_child_fatal("a goroutine blocking, yielding or ending");
   G* gp = getg();
   acquire_locks(gp);
   M* m = getm();
@@ -506,8 +512,6 @@ namespace {
 // run next (park_m's change of mind, gosched_m's batch from the global queue).
 void schedule(M* m) {
   for (Next next; !sched->stopping.load(rlx);) {
-    if (forked_child) [[unlikely]]  // a goroutine blocked, yielded or ended after fork()
-      forked_child_fatal("a goroutine switch");
     if (m->lockedg) {  // this M runs its locked G and nothing else
       if (next.gp != m->lockedg) {
         if (next.gp) runqput(m->p, next.gp, false);
@@ -554,6 +558,8 @@ void mstart(M* m) {
 
 // A G from the free lists, else a never-used one from the current chunk.
 Closure* newg() {
+  if (forked_child) [[unlikely]]
+    forked_child_fatal("nugo::go");
   NoPreempt np;
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
@@ -616,8 +622,6 @@ void pinnedput_wake(Domain* d, G* gp, int node) {
 
 // Makes gp runnable. node: its home (a node index) for go_on, or -1 for the creator's node.
 void newproc1(G* gp, int node) {
-  if (forked_child) [[unlikely]]
-    forked_child_fatal("nugo::go");
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   gp->status.store(GStatus::runnable, rlx);

@@ -50,7 +50,9 @@ std::mutex run_mutex;  // one runtime instance at a time per process
 // The child of a fork() taken while an instance ran inherits the instance's memory but only
 // the forking thread: see forked_child. Registered once, at the first run().
 void note_fork_in_child() {
-  if (sched) forked_child = true;
+  if (!sched) return;
+  forked_child = true;
+  signals::reset_quit_in_child();
 }
 
 // Constant-initialized, so registration from other files' static initializers finds it ready.
@@ -288,7 +290,6 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   std::FILE* stats_file = open_stats_file(cfg, exit_on_bad_config);
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
-  signals::install_quit_handler();
   // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
   numa::detail::publish_topology(&topology, cfg.debug_numa);
   try {
@@ -321,6 +322,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     fatal("nugo: cannot create sysmon's OS thread: %s (raise the limit on processes: ulimit -u, "
           "RLIMIT_NPROC)", e.what());
   }
+  signals::install_quit_handler();  // sysmon runs: a SIGQUIT from now on gets its dump
   foreign_sched.store(sched, std::memory_order_seq_cst);
 
   struct Main { void (*body)(void*); void* arg; } main{body, arg};
@@ -362,6 +364,12 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   signals::remove_quit_handler();
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
+  if (signals::quit_requested.load(std::memory_order_seq_cst)) {
+    // Asked after sysmon's last look: every M is gone, so there is nothing left to show.
+    std::fputs("SIGQUIT: quit (while the runtime was stopping; every goroutine had ended or "
+               "been abandoned)\n", stderr);
+    std::_Exit(2);
+  }
   save_final_stats(*sched);  // every M is gone: the counts are final
   trace_stop_run();          // and the trace, if one is still on, is complete
   tearing_down = true;

@@ -123,7 +123,8 @@ extern thread_local bool tearing_down;
 // Set in a child of fork() when a runtime instance was running in the parent. The child has
 // only the thread that forked: every other M, sysmon and the poller are gone, and any lock
 // they held stays held. It may exec or _exit; scheduling anything there is a fatal error
-// (forked_child_fatal), checked where a goroutine is created or the scheduler is entered.
+// (forked_child_fatal), checked before any runtime lock is taken: in newg, in mcall (every
+// goroutine-to-g0 switch) and where a thread without an M enters the runtime.
 extern bool forked_child;
 [[noreturn]] void forked_child_fatal(const char* what);
 // Layers above the scheduler (the socket layer) register here, at program start, what run()

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -100,20 +101,29 @@ namespace {
 struct sigaction previous_quit;
 bool quit_installed = false;
 
-// Async-signal-safe: an atomic store and a futex wake (Note::wakeup).
+// Async-signal-safe: atomics and a futex wake (Note::wakeup). Counted as a foreign call, so
+// that run() cannot free the instance under the wake. A second SIGQUIT, while the first is
+// still unanswered (a dump blocked on a lock held forever), takes the default action.
 void on_quit(int sig) {
-  if (Sched* s = foreign_sched.load(std::memory_order_seq_cst)) {
-    quit_requested.store(true, std::memory_order_seq_cst);
+  int saved_errno = errno;
+  foreign_calls.fetch_add(1, std::memory_order_seq_cst);
+  Sched* s = foreign_sched.load(std::memory_order_seq_cst);
+  if (s && !quit_requested.exchange(true, std::memory_order_seq_cst)) {
     s->sysmon_note.wakeup();
+    foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+    errno = saved_errno;
     return;
   }
-  signal(sig, SIG_DFL);  // between instances: what SIGQUIT would have done without us
+  foreign_calls.fetch_sub(1, std::memory_order_seq_cst);
+  signal(sig, SIG_DFL);  // no instance, or asked twice: what SIGQUIT does without us
   raise(sig);
+  errno = saved_errno;
 }
 
 }  // namespace
 
 void install_quit_handler() {
+  quit_requested.store(false);
   struct sigaction now {};
   sigaction(SIGQUIT, nullptr, &now);
   if (now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) return;  // the program's own
@@ -121,13 +131,19 @@ void install_quit_handler() {
   sa.sa_handler = on_quit;
   sa.sa_flags = SA_ONSTACK | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  quit_requested.store(false);
   quit_installed = sigaction(SIGQUIT, &sa, &previous_quit) == 0;
 }
 
 void remove_quit_handler() {
-  if (quit_installed) sigaction(SIGQUIT, &previous_quit, nullptr);
+  if (!quit_installed) return;
   quit_installed = false;
+  struct sigaction now {};
+  sigaction(SIGQUIT, nullptr, &now);
+  if (now.sa_handler == on_quit) sigaction(SIGQUIT, &previous_quit, nullptr);  // else the program's
+}
+
+void reset_quit_in_child() {
+  if (quit_installed) sigaction(SIGQUIT, &previous_quit, nullptr);
 }
 
 void* install_altstack() {

@@ -18,9 +18,12 @@ void install_handlers();
 // Go's SIGQUIT: while an instance runs, SIGQUIT (kill -QUIT, Ctrl-\) makes sysmon print
 // every P, M and goroutine (schedtrace's detail) and exit with status 2, so that a hung
 // program says where everything waits. Installed by run() only when SIGQUIT has its default
-// action, and put back when the instance stops; with no instance, the default action runs.
+// action, and put back when the instance stops (unless the program has installed its own
+// since); with no instance, or at a second SIGQUIT, the default action runs.
 void install_quit_handler();
 void remove_quit_handler();
+// In a child of fork(): SIGQUIT's action from before run() (no sysmon answers there).
+void reset_quit_in_child();
 extern std::atomic<bool> quit_requested;  // set by the handler, acted on by sysmon
 
 // Gives the calling thread an alternate signal stack; returns it for remove_altstack.

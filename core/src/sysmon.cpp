@@ -154,9 +154,11 @@ void sysmon_main() {
     if (sched->stopping.load()) {
       if (signals::quit_requested.load()) [[unlikely]]
         quit_with_dump();  // a stop that hangs is worth a dump too
-      // run() is joining the Ms: each leaves once back on g0, so stop whatever still runs.
+      // run() is joining the Ms: each leaves once back on g0, so stop whatever still runs,
+      // and wake the poller every tick (run()'s one break could go to a poller that left).
       for (auto& pp : sched->allp)
         if (pp->status.load() == PStatus::running) preemptone(pp.get());
+      if (sched->lastpoll.load() == 0) netpoll_break();
       sched->sysmon_note.sleep_until(nanotime() + tick);
       sched->sysmon_note.clear();
       continue;
