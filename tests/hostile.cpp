@@ -29,7 +29,6 @@
 #include <nugo/nugo.hpp>
 #include <csignal>
 #include <chrono>
-#include <random>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -37,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "counted.hpp"
 #include "program.hpp"
 
 using namespace std::chrono_literals;
@@ -130,35 +130,10 @@ int x87_stack() {
 
 // ---- crash and hang mixes ----
 
-// Spawns f counted in wg, with wg.done() run by the closure's destructor after everything f
-// captured has been destroyed. So once wg.wait() returns, no goroutine still owns anything:
-// run() abandons goroutines wherever they are when main returns, and a channel a goroutine
-// had not let go of yet would be reported as a leak by LeakSanitizer. The closure must be
-// stored inside the G (a heap-allocated one is freed after its destructor has run).
-class DoneOnDestroy {
- public:
-  explicit DoneOnDestroy(nugo::WaitGroup* wg) : wg_(wg) { wg_->add(1); }
-  DoneOnDestroy(DoneOnDestroy&& o) noexcept : wg_(std::exchange(o.wg_, nullptr)) {}
-  ~DoneOnDestroy() {
-    if (wg_) wg_->done();
-  }
-
- private:
-  nugo::WaitGroup* wg_;
-};
-
-template <class F>
-struct Counted {
-  DoneOnDestroy done;  // declared first, destroyed last
-  F f;
-  void operator()() { f(); }
-};
-
+// Spawns f counted in wg (counted.hpp).
 template <class F>
 void go_counted(nugo::WaitGroup& wg, F f) {
-  static_assert(sizeof(Counted<F>) <= nugo::detail::Closure::kInline &&
-                std::is_nothrow_move_constructible_v<F>, "must be stored inside the G");
-  nugo::go(Counted<F>{DoneOnDestroy(&wg), std::move(f)});
+  nugo::go(testing_counted::counted(wg, std::move(f)));
 }
 
 __attribute__((noinline)) std::uint64_t compute(std::uint64_t x, int n) {

@@ -2,6 +2,8 @@
 // below on its own stream of choices; the environment holds what the invariants need.
 #include "program.hpp"
 
+#include "counted.hpp"
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,36 +77,7 @@ class Choices {
   std::uint32_t left_ = 0;
 };
 
-// ---- goroutines joined on a WaitGroup ----
-
-// wg.done() runs in the closure's destructor, after everything the goroutine captured has
-// been destroyed: once wg.wait() returns, no goroutine still owns a channel (LeakSanitizer).
-class DoneOnDestroy {
- public:
-  explicit DoneOnDestroy(nugo::WaitGroup* wg) : wg_(wg) { wg_->add(1); }
-  DoneOnDestroy(DoneOnDestroy&& o) noexcept : wg_(std::exchange(o.wg_, nullptr)) {}
-  ~DoneOnDestroy() {
-    if (wg_) wg_->done();
-  }
-
- private:
-  nugo::WaitGroup* wg_;
-};
-
-template <class F>
-struct Counted {
-  DoneOnDestroy done;  // declared first, destroyed last
-  F f;
-  void operator()() { f(); }
-};
-
-template <class F>
-Counted<F> counted(nugo::WaitGroup& wg, F f) {
-  static_assert(sizeof(Counted<F>) <= nugo::detail::Closure::kInline &&
-                    std::is_nothrow_move_constructible_v<F>,
-                "must be stored inside the G");
-  return Counted<F>{DoneOnDestroy(&wg), std::move(f)};
-}
+using testing_counted::counted;
 
 // ---- computations ----
 
