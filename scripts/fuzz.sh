@@ -53,9 +53,10 @@ cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -n 1 || true)
 added=$(sed -n 's/^stat::new_units_added: *//p' "$log" | tail -n 1)
 corpus=$(ls "$out/corpus" | wc -l)
 if [ "$rc" -ne 0 ]; then
-  grep -E 'ERROR|broke an invariant|Test unit written|SUMMARY|deadly signal|timeout' "$log" | head -n 20
+  grep -E 'ERROR|broke an invariant|fatal error|panic:|Test unit written|SUMMARY|deadly signal|timeout' "$log" | head -n 20 || true
+  cp "$log" "$out/last-failure.log"
   artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-  echo "fuzz.sh: FAIL (exit $rc)${artifact:+; replay: $bin $artifact}"
+  echo "fuzz.sh: FAIL (exit $rc)${artifact:+; replay: $bin $artifact}; the whole output: $out/last-failure.log"
   exit 1
 fi
 /usr/bin/python3 - "$out/last-run.json" "$seconds" "${runs:-0}" "${cov:-}" "${added:-0}" "$corpus" <<'EOF'

@@ -14,7 +14,15 @@ void fatal(const char* fmt, ...) {
   va_end(args);
   std::fputc('\n', stderr);
   std::fflush(stderr);
+  exit_fatal();
+}
+
+void exit_fatal() {
+#if NUGO_FUZZ
+  std::abort();
+#else
   std::_Exit(2);
+#endif
 }
 
 }  // namespace nugo::detail

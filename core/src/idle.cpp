@@ -46,7 +46,9 @@ int idle_ms_everywhere() {
 // called into the runtime.
 // Then it reports every goroutine's wait reason and exits with status 2, as Go does.
 void checkdead() {
-  if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load()) return;
+  if (!sched->cfg.detect_deadlock || sched->foreign_seen.load() || sched->stopping.load() ||
+      sched->main_returned.load())
+    return;
   lock_all_domains();  // a program blocked across every domain is one deadlock
   bool dead = idle_ms_everywhere() + 1 == sched->mcount.load() && !sched->foreign_seen.load() &&
               !netpoll_any_waiters();
@@ -67,7 +69,7 @@ void checkdead() {
              "run with NUGO_DEBUG=deadlock=0 or Config::detect_deadlock = false)\n",
              stderr);
   std::fflush(stderr);
-  std::_Exit(2);
+  exit_fatal();
 }
 
 // The earliest timer of every P, or 0. One M polls for the whole runtime, so it sleeps

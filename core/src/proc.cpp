@@ -156,7 +156,7 @@ Next goexit0(M* m, G* gp);
   std::fprintf(stderr, "panic: %s\n\ngoroutine %lld [running]:\n(exception escaped the goroutine)\n",
                what, static_cast<long long>(gp->goid));
   std::fflush(stderr);
-  std::_Exit(2);
+  exit_fatal();
 }
 
 // Every goroutine starts here, on its own stack, entered from execute().

@@ -93,6 +93,10 @@ struct Sched {
 
   std::atomic<bool> stopping{false};
   Note main_done;  // the caller of run() sleeps here
+  // Set by the main goroutine as it returns, before it wakes run(): from then on nothing is
+  // a deadlock, though every M may go idle before run()'s thread (on a busy machine, after
+  // the grace period) gets to set stopping. The fuzzer found that window.
+  std::atomic<bool> main_returned{false};
 
   // sysmon (sysmon.cpp): its thread, and its deep sleep while every P is idle. acquirep
   // wakes it when sysmonwait is set.

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fatal.hpp"
 #include "netpoll.hpp"
 #include "preempt.hpp"
 #include "signals.hpp"
@@ -122,7 +123,7 @@ bool every_p_idle() {
   std::fputs("SIGQUIT: quit\n", stderr);
   schedtrace(/*detail=*/true);
   std::fflush(stderr);
-  std::_Exit(2);
+  exit_fatal();
 }
 
 }  // namespace
