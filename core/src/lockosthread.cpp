@@ -16,6 +16,14 @@ constexpr auto rlx = std::memory_order_relaxed;
 void startlockedm(M* m, G* gp) {
   M* mp = gp->lockedm;
   if (mp == m || mp->lockedg != gp) fatal("startlockedm: inconsistent locked M");
+  // mp is busy from now on, not idle-locked: counted so before it is woken (Go's
+  // incidlelocked(-1) here). Left to mp, a woken M that the OS has not run yet still looks
+  // idle, and an M going idle after us could find every M idle and nothing queued (gp is
+  // carried by mp, in no queue) and report a deadlock. The fuzzer found it.
+  Domain* d = mp->domain;
+  d->lock.lock();
+  --d->nmidlelocked;
+  d->lock.unlock();
   mp->nextp.store(releasep(), std::memory_order_release);
   mp->park.wakeup();
 }
@@ -33,11 +41,13 @@ bool stoplockedm(M* m) {
     m->park.clear();
     if (m->nextp.load(std::memory_order_acquire) || sched->stopping.load(rlx)) break;
   }
-  d->lock.lock();
-  --d->nmidlelocked;
-  d->lock.unlock();
   P* next = m->nextp.load(std::memory_order_acquire);
-  if (!next) return false;
+  if (!next) {  // the runtime stops; startlockedm uncounts the M it hands a P to
+    d->lock.lock();
+    --d->nmidlelocked;
+    d->lock.unlock();
+    return false;
+  }
   acquirep(next);
   m->nextp.store(nullptr, rlx);
   return true;
