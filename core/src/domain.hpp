@@ -74,6 +74,9 @@ struct Domain {
   M* midle NUGO_GUARDED_BY(lock) = nullptr;
   int nmidle NUGO_GUARDED_BY(lock) = 0;
   int nmidlelocked NUGO_GUARDED_BY(lock) = 0;  // Ms parked until their locked G is runnable
+  // Of those, the ones startlockedm has handed a P and woken that have not run yet: still
+  // counted idle, but not idle (checkdead must not take them for it; the fuzzer found that).
+  std::atomic<int> nmlockedwaking{0};
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};

@@ -52,7 +52,8 @@ void checkdead() {
   lock_all_domains();  // a program blocked across every domain is one deadlock
   bool dead = idle_ms_everywhere() + 1 == sched->mcount.load() && !sched->foreign_seen.load() &&
               !netpoll_any_waiters();
-  for (const auto& d : sched->domains) dead = dead && !domain_queues_nonempty(d.get(), sc);
+  for (const auto& d : sched->domains)
+    dead = dead && !domain_queues_nonempty(d.get(), sc) && d->nmlockedwaking.load(sc) == 0;
   for (const auto& p : sched->allp) dead = dead && nexttimer(p.get()) == 0 && runqempty(p.get());
   if (!dead) {
     unlock_all_domains();

@@ -16,14 +16,10 @@ constexpr auto rlx = std::memory_order_relaxed;
 void startlockedm(M* m, G* gp) {
   M* mp = gp->lockedm;
   if (mp == m || mp->lockedg != gp) fatal("startlockedm: inconsistent locked M");
-  // mp is busy from now on, not idle-locked: counted so before it is woken (Go's
-  // incidlelocked(-1) here). Left to mp, a woken M that the OS has not run yet still looks
-  // idle, and an M going idle after us could find every M idle and nothing queued (gp is
-  // carried by mp, in no queue) and report a deadlock. The fuzzer found it.
-  Domain* d = mp->domain;
-  d->lock.lock();
-  --d->nmidlelocked;
-  d->lock.unlock();
+  // Counted before the wake-up: mp stays in nmidlelocked until it runs, which on a busy
+  // machine may be after another M has gone idle and sleeps out the grace period; checkdead
+  // then sees this count and knows mp (and gp, which travels with it in no queue) is coming.
+  mp->domain->nmlockedwaking.fetch_add(1, std::memory_order_seq_cst);
   mp->nextp.store(releasep(), std::memory_order_release);
   mp->park.wakeup();
 }
@@ -42,12 +38,11 @@ bool stoplockedm(M* m) {
     if (m->nextp.load(std::memory_order_acquire) || sched->stopping.load(rlx)) break;
   }
   P* next = m->nextp.load(std::memory_order_acquire);
-  if (!next) {  // the runtime stops; startlockedm uncounts the M it hands a P to
-    d->lock.lock();
-    --d->nmidlelocked;
-    d->lock.unlock();
-    return false;
-  }
+  d->lock.lock();
+  --d->nmidlelocked;
+  if (next) d->nmlockedwaking.fetch_sub(1, std::memory_order_seq_cst);  // startlockedm's
+  d->lock.unlock();
+  if (!next) return false;
   acquirep(next);
   m->nextp.store(nullptr, rlx);
   return true;
