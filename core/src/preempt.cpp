@@ -21,6 +21,7 @@
 #include "preempt.hpp"
 
 #include <cpuid.h>
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -147,6 +148,18 @@ bool in_no_preempt_text(std::uintptr_t pc) {
   return false;
 }
 
+// The calling thread is unwinding an exception or inside a catch block. The layout is the
+// Itanium C++ ABI's __cxa_eh_globals, which cxxabi.h declares but does not define;
+// __cxa_get_globals only returns the address of a thread-local (async-signal-safe).
+bool in_exception_handling() {
+  struct EhGlobals {
+    void* caught_exceptions;
+    unsigned int uncaught_exceptions;
+  };
+  const auto* eh = reinterpret_cast<const EhGlobals*>(abi::__cxa_get_globals());
+  return eh->caught_exceptions != nullptr || eh->uncaught_exceptions != 0;
+}
+
 // Go's wantAsyncPreempt and isAsyncSafePoint, together.
 bool async_safe_point(M* m, const ucontext_t* uc) {
   G* gp = m->curg;
@@ -167,6 +180,12 @@ bool async_safe_point(M* m, const ucontext_t* uc) {
     thread_locks.preempt_deferred = true;
     return false;
   }
+  // An exception between its throw and the end of its catch block lives in the thread's
+  // C++ EH globals (the Itanium ABI's caught stack and uncaught count): a goroutine moved to
+  // another thread there would end the catch on the wrong thread's list, leaking the
+  // exception and corrupting that list. So no preemption while unwinding or inside a catch
+  // block (the ASan soak found the leak); blocking there is a rule (core/README.md).
+  if (in_exception_handling()) return false;
   return !in_no_preempt_text(pc);
 }
 
