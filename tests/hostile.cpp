@@ -197,17 +197,21 @@ int mix(std::uint32_t seed) {
   return sum.load() == want ? 0 : 1;
 }
 
+// The configuration NUGO_* asks for; false (having said why) if it is malformed.
+bool config_from_env(nugo::Config* cfg) {
+  try {
+    *cfg = nugo::Config::from_env();
+    return true;
+  } catch (const nugo::ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return false;
+  }
+}
+
 // Seeded random programs (program.hpp), one run() each. A watchdog thread turns a program
 // that has not finished in hang_seconds into a report: the seed, then the runtime's goroutine
 // dump (SIGQUIT), exit 2.
-int random_programs(std::uint32_t first, int count, int hang_seconds) {
-  nugo::Config cfg;
-  try {
-    cfg = nugo::Config::from_env();
-  } catch (const nugo::ConfigError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+int random_programs(const nugo::Config& cfg, std::uint32_t first, int count, int hang_seconds) {
   std::atomic<std::uint32_t> current{first};
   std::atomic<int> started{0};
   std::atomic<bool> finished{false};
@@ -250,14 +254,7 @@ int random_programs(std::uint32_t first, int count, int hang_seconds) {
 }
 
 // Inputs of the fuzzer (tests/fuzz/), each run as the program its bytes describe.
-int replay_inputs(int n, char** paths) {
-  nugo::Config cfg;
-  try {
-    cfg = nugo::Config::from_env();
-  } catch (const nugo::ConfigError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+int replay_inputs(const nugo::Config& cfg, int n, char** paths) {
   for (int i = 0; i < n; ++i) {
     std::FILE* f = std::fopen(paths[i], "rb");
     if (!f) {
@@ -461,10 +458,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "nugo_hostile random FIRST [COUNT [HANG_SECONDS]]: COUNT and HANG_SECONDS must be positive\n");
       return 64;
     }
-    return random_programs(seed, count, hang_seconds);
+    nugo::Config cfg;
+    if (!config_from_env(&cfg)) return 2;
+    return random_programs(cfg, seed, count, hang_seconds);
   }
   if (mode == "bytes") {  // bytes FILE...: the fuzzer's inputs (tests/fuzz/corpus), as programs
-    return replay_inputs(argc - 2, argv + 2);
+    nugo::Config cfg;
+    if (!config_from_env(&cfg)) return 2;
+    return replay_inputs(cfg, argc - 2, argv + 2);
   }
   if (mode == "yield-spin") return yield_spin();
   if (mode == "std-mutex") return std_mutex();

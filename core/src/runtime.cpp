@@ -369,7 +369,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     // Asked after sysmon's last look: every M is gone, so there is nothing left to show.
     std::fputs("SIGQUIT: quit (while the runtime was stopping; every goroutine had ended or "
                "been abandoned)\n", stderr);
-    std::_Exit(2);
+    exit_fatal();
   }
   save_final_stats(*sched);  // every M is gone: the counts are final
   trace_stop_run();          // and the trace, if one is still on, is complete
