@@ -15,8 +15,11 @@ Ps unless said otherwise):
   skynet             <= 0.3x Go's time, and peak RSS <= Go's
   chan_sync, chan_prod_cons0, chan_prod_cons100      <= 0.5x Go's time
   ping_pong_hog      <= 1x Go's time (procs:1 only)
-  timer_wake         p99 wake delay <= 2000 us and cpu_cores <= 1.0, absolute
-                     (procs:2 only; Go's figures are shown beside)
+  timer_wake         p99 wake delay <= 0.5x Go's (procs:2 only). Issue 14
+                     retired the absolute targets (p99 <= 2 ms, <= 1 core):
+                     starting 100,000 goroutines that each set a 10 ms timer
+                     costs more than 10 ms of CPU on 2 vCPUs, so no runtime
+                     can meet them there; cpu_cores is reported beside Go's
   select_*, mutex_*, timer_churn: for information, no target
 
 The same table goes to OUT/micro.md, and every median, ratio and command to
@@ -77,8 +80,7 @@ SKYNET_VS_GO_MAX = 0.3
 SKYNET_RSS_VS_GO_MAX = 1.0
 CHANNEL_VS_GO_MAX = 0.5
 PING_PONG_HOG_VS_GO_MAX = 1.0
-TIMER_WAKE_P99_US_MAX = 2000.0
-TIMER_WAKE_CPU_CORES_MAX = 1.0
+TIMER_WAKE_P99_VS_GO_MAX = 0.5
 
 # Google Benchmark runs: (regex for --benchmark_filter, isolated). An isolated
 # run is one configuration alone in its process, reporting every repetition.
@@ -536,8 +538,8 @@ def comparison_rows(nugo: dict[str, Measurement], go: dict[str, Measurement],
     rows += [metric_row(name, "ns_per_sleep", "ns/sleep") for name in TIMER_CHURN]
     rows += [metric_row(name, "cpu_cores", "cores") for name in TIMER_CHURN]
     rows += [
-        metric_row(TIMER_WAKE, "p99_us", "us", TIMER_WAKE_P99_US_MAX, absolute=True),
-        metric_row(TIMER_WAKE, "cpu_cores", "cores", TIMER_WAKE_CPU_CORES_MAX, absolute=True),
+        metric_row(TIMER_WAKE, "p99_us", "us", TIMER_WAKE_P99_VS_GO_MAX),
+        metric_row(TIMER_WAKE, "cpu_cores", "cores"),
         metric_row(TIMER_WAKE, "p50_us", "us"),
         time_row(TIMER_WAKE, "ns/round", None),
     ]
@@ -562,7 +564,11 @@ def table_footnotes(settings: Settings) -> list[str]:
         "process's CPU time over that window (metrics ns_per_sleep, cpu_cores).",
         "timer_wake: 100,000 goroutines each sleeping 10 ms once; p50_us/p99_us are "
         "percentiles of wake delay (wake time - deadline), cores the process's CPU time "
-        "over the sleep; targets p99 <= 2000 us and cores <= 1.0, both absolute.",
+        "over the sleep; target p99 <= 0.5x Go's in the same run (the absolute targets, "
+        "p99 <= 2 ms and <= 1 core, were retired: starting the 100,000 timers alone costs "
+        "more than 10 ms of CPU on 2 vCPUs).",
+        "ping_pong_hog runs Go's shape: one round of b.N = all of a run's round trips, "
+        "with one hog, so that both measure the steady state of alternating slices.",
         f"Times and metrics are medians of {settings.repetitions} repetition(s) on one "
         "machine in one run; compare ratios, not absolute numbers.",
     ]

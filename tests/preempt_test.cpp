@@ -575,6 +575,65 @@ TEST_CASE("preempt_point yields once the slice is over, and asyncpreemptoff reli
       cfg);
 }
 
+TEST_CASE("beside a CPU hog at 1 P, a ping-pong pair gets about half of the CPU "
+          "(BenchmarkPingPongHog)", "[preempt][sched]") {
+  // Whole slices alternate: the pair shares one (runnext inherits it), the hog has the next.
+  // Each side sums its own time on the CPU: the gaps between its successive clock reads that
+  // are shorter than a quarter slice. A longer gap is the other side's slice, or the OS
+  // running another thread, and counts for neither. The hog checks preempt_point, Go's
+  // prologue check, so that the test needs no signal (it runs under TSan too).
+  static constexpr std::chrono::nanoseconds kSlice = 2ms;
+  static constexpr std::chrono::nanoseconds kShort = kSlice / 4;
+  nugo::run(
+      [] {
+        std::atomic<bool> stop{false};
+        std::chrono::nanoseconds hog_ns{0}, pair_ns{0};
+        long rounds = 0;
+        nugo::Chan<int> ping, pong;
+        nugo::WaitGroup done;
+        done.add(3);
+        nugo::go([&] {  // the hog
+          auto last = nugo::Clock::now();
+          while (!stop.load(std::memory_order_relaxed)) {
+            nugo::preempt_point();
+            auto now = nugo::Clock::now();
+            if (now - last < kShort) hog_ns += now - last;
+            last = now;
+          }
+          done.done();
+        });
+        nugo::go([&] {  // the server: counts the pair's time, one round trip at a time
+          auto last = nugo::Clock::now();
+          for (bool more = true; more;) {
+            more = !stop.load(std::memory_order_relaxed);
+            ping.send(more ? 1 : 0);
+            pong.recv();
+            auto now = nugo::Clock::now();
+            if (now - last < kShort) pair_ns += now - last;
+            last = now;
+            ++rounds;
+          }
+          done.done();
+        });
+        nugo::go([&] {
+          while (*ping.recv() != 0) pong.send(1);
+          pong.send(0);
+          done.done();
+        });
+        nugo::sleep_for(400ms);
+        stop = true;
+        done.wait();
+        double share = static_cast<double>(pair_ns.count()) /
+                       static_cast<double>((pair_ns + hog_ns).count());
+        INFO("pair " << pair_ns.count() / 1000 << " us, hog " << hog_ns.count() / 1000
+                     << " us, " << rounds << " round trips");
+        CHECK(rounds > 100);
+        CHECK(share > 0.25);
+        CHECK(share < 0.75);
+      },
+      procs(1, kSlice));
+}
+
 TEST_CASE("NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and asyncpreemptoff are parsed and checked",
           "[preempt][config]") {
   setenv("NUGO_TIMESLICE", "200us", 1);

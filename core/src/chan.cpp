@@ -89,7 +89,7 @@ struct WaitQ {
 }  // namespace
 
 struct hchan {
-  Lock lock;
+  SpinLock lock;  // futex.hpp: unlock is a store, not a read-modify-write
   std::size_t qcount = 0;
   std::size_t dataqsiz = 0;
   std::size_t sendx = 0;

@@ -42,7 +42,32 @@ void Lock::check_owner(const char* what) const {
     fatal("runtime Lock %p: %s by a thread that does not hold it", static_cast<const void*>(this),
           what);
 }
+
+void SpinLock::check_owner(const char* what) const {
+  if (owner_.load(std::memory_order_relaxed) != Lock::this_thread())
+    fatal("runtime SpinLock %p: %s by a thread that does not hold it",
+          static_cast<const void*>(this), what);
+}
 #endif
+
+// Spin with growing pauses while the holder is likely running; then yield the CPU (the
+// holder's thread may be waiting for it); then nap 50 us at a time, so that a waiter whose
+// holder was descheduled for long costs its core almost nothing.
+void SpinLock::lock_slow() {
+  for (int round = 0;; ++round) {
+    if (round < 10) {
+      for (int i = 0; i < (32 << (round / 2)); ++i) cpu_relax();
+    } else if (round < 20) {
+      sched_yield();
+    } else {
+      timespec nap{0, 50'000};
+      nanosleep(&nap, nullptr);
+    }
+    if (state_.load(std::memory_order_relaxed) == 0 &&
+        state_.exchange(1, std::memory_order_acquire) == 0)
+      return;
+  }
+}
 
 // Critical sections under a Lock last tens of nanoseconds, and a futex sleep plus the
 // holder's wake-up cost microseconds: spin first (with growing pauses), then yield the CPU a

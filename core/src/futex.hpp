@@ -72,7 +72,50 @@ class NUGO_CAPABILITY("mutex") Lock {
  private:
   void lock_slow();
 #if NUGO_CHECK_LOCKS
+ public:
   static const void* this_thread();
+
+ private:
+  void check_owner(const char* what) const;
+  std::atomic<const void*> owner_{nullptr};
+#endif
+  std::atomic<std::uint32_t> state_{0};
+};
+
+// A spin lock for channels (hchan::lock): the same capability and checks as Lock, but no
+// sleepers, so unlock is a plain release store instead of Lock's exchange (which must see
+// whether a sleeper wants waking). A channel hand-off takes and releases channel locks four
+// times (both sides' lock, the parked side's unlock on g0), so that is four read-modify-writes
+// fewer per ping-pong round (issue 14; core/README.md, "Channels"). What it gives up: a waiter
+// never sleeps in the kernel. Channel critical sections are a few dozen instructions under
+// NoPreempt, so a waiter spins briefly; if the holder's thread was descheduled by the OS, the
+// waiter yields its CPU, and then sleeps in short naps (lock_slow), so that it never burns a
+// core the holder needs.
+class NUGO_CAPABILITY("mutex") SpinLock {
+ public:
+  void lock() NUGO_ACQUIRE() {
+    check_lock_rule();
+    if (state_.exchange(1, std::memory_order_acquire) != 0) lock_slow();
+#if NUGO_CHECK_LOCKS
+    owner_.store(Lock::this_thread(), std::memory_order_relaxed);
+#endif
+  }
+  void unlock() NUGO_RELEASE() {
+#if NUGO_CHECK_LOCKS
+    check_owner("unlock");
+    owner_.store(nullptr, std::memory_order_relaxed);
+#endif
+    state_.store(0, std::memory_order_release);
+  }
+  void assert_held() const NUGO_ASSERT_CAPABILITY(this) {
+#if NUGO_CHECK_LOCKS
+    check_owner("assert_held");
+#endif
+  }
+
+ private:
+  void lock_slow();
+#if NUGO_CHECK_LOCKS
   void check_owner(const char* what) const;
   std::atomic<const void*> owner_{nullptr};
 #endif

@@ -82,6 +82,21 @@ constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
 
+// A slice ended by preemption: the preempted G now waits at the tail of the global queue, and
+// whatever runs next starts a new slice. If that new tick were the global queue's turn (the
+// 1-in-61 rule in findrunnable) and the preempted G were alone there, the turn would hand it
+// a second slice at once, ahead of the goroutine a timer readied meanwhile: the 2-slice tail
+// of the preemption latency (Go has it too: its p99 is 2x the slice plus sysmon's delay). The
+// rule bounds how long the global queue waits; the G that just had a whole slice of this P
+// is not waiting. So such a tick is skipped: the queue's next turn is 61 schedules later, and
+// it is still served whenever the local queue runs dry.
+void new_slice_after_preemption(P* pp) {
+  std::uint32_t tick = pp->schedtick.load(std::memory_order_relaxed) + 1;
+  if (tick % kGlobalQueueTick == 0) ++tick;
+  pp->preempt.store(false, std::memory_order_relaxed);
+  pp->schedtick.store(tick, std::memory_order_relaxed);
+}
+
 // ---- G and stack caches (gfget/gfput, stackalloc/stackfree) ----
 
 G* gfget(P* pp) {
@@ -299,8 +314,7 @@ Next preempt_requeue(M* m, G* gp, StopWhy why) {
   P* pp = m->p;
   traceev(Ev::go_stop, pp->id, gp->goid, 0, 0, static_cast<std::uint8_t>(why));
   bump(pp->stats.preemptions);
-  pp->preempt.store(false, rlx);
-  pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
+  new_slice_after_preemption(pp);
   Next next = requeue_global(m, gp);
   // NUMA mode: gp waits in the global queue of a node whose Ps are all busy; an idle node
   // should take it (two goroutines preempting each other would otherwise share one node
@@ -400,8 +414,7 @@ top:
       globrunqput(d, gp, pp->node);
       d->lock.unlock();
       bump(pp->stats.preemptions);
-      pp->preempt.store(false, rlx);
-      pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
+      new_slice_after_preemption(pp);
       goto top;
     }
     *inherit_time = inherit;

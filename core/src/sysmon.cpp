@@ -11,15 +11,17 @@
 //   - if goroutines wait for I/O and nobody has polled the network for 10 ms, it polls and
 //     queues the goroutines it readied globally.
 //
-// Sleep between cycles: 20 us, doubled after 50 cycles without a retake up to 10 ms, as in
-// Go; but while any P is running, sysmon also wakes when the earliest slice it watches is
-// due to end, looks again 20 us after every preemption (the next slice starts then), and
-// never sleeps longer than half a slice. A slice first seen at one look began after the
-// previous look, which is taken as its start: slices end on time, or early by less than
-// half a slice, never late. That is the departure that beats Go's effective preemption
-// delay: Go's sysmon backs off to 10 ms beside a CPU hog and so preempts it about 20 ms
-// after its slice began. When every P is idle, sysmon sleeps until acquirep wakes it
-// (sysmonwait).
+// Sleep between cycles: 20 us, doubled after 50 cycles without taking a P back from a system
+// call, up to 10 ms, as in Go (a preemption is not such activity: Go's retake counts only
+// hand-offs). But while any P is running, sysmon also wakes when the earliest slice it
+// watches is due to end, and never sleeps longer than half a slice. A slice first seen at
+// one look began after the previous look, which is taken as its start: slices end on time,
+// or early by less than half a slice, never late. So beside a CPU hog sysmon wakes two or
+// three times a slice, and preempts it one slice after its slice began. That is the
+// departure from Go, whose sysmon backs off to 10 ms beside a hog and so preempts it about
+// 20 ms after its slice began. (Until issue 14, sysmon also looked again 20 us after every
+// preemption; at a 1 ms slice that kept it polling at 20 us for good, about 45% of a core.)
+// When every P is idle, sysmon sleeps until acquirep wakes it (sysmonwait).
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -55,8 +57,8 @@ void preemptone(P* pp) {
 }
 
 // Go's retake. `seen` is when sysmon last looked (the earliest a slice it sees for the first
-// time can have started). Returns how many Ps it took back from system calls or preempted,
-// and in *next the earliest time a slice it is watching will be over (INT64_MAX: none).
+// time can have started). Returns how many Ps it took back from system calls, and in *next
+// the earliest time a slice it is watching will be over (INT64_MAX: none).
 int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
   const std::int64_t slice = sched->timeslice_ns;
   int n = 0;
@@ -73,7 +75,6 @@ int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
     } else if (now - pd.schedwhen >= slice) {
       preemptone(pp);
       sysretake = true;
-      if (s == PStatus::running) ++n;  // look again soon: the next slice starts now
     }
     if (s == PStatus::running && !sysretake) *next = std::min(*next, pd.schedwhen + slice);
     if (s != PStatus::syscall) continue;

@@ -4,7 +4,10 @@
 //                             in a loop; p50_us/p99_us of how late each sleep returns
 //   preempt_latency/lock_hog:S   the same with a hog that holds a std::mutex for 20 us at a
 //                             time, almost always: preempted at the unlock (threadlocks.hpp)
-//   preempt_overhead/slice:S  1 P: ns per iteration of a compute loop, preempted every slice
+//   preempt_overhead/slice:S  1 P: ns per iteration of a compute loop, preempted every slice;
+//                             other_cores: the CPU time of every thread but the one running
+//                             the loop (sysmon, mostly), over the wall time: the runtime's
+//                             background cost while a goroutine runs without blocking
 //   preempt_overhead/async:off   the same loop with NUGO_DEBUG=asyncpreemptoff=1
 //   syscall_empty             nugo::syscall around nothing: entersyscall + exitsyscall
 //   syscall_getpid            nugo::syscall(getpid) (Go: syscall.Syscall(SYS_GETPID))
@@ -25,6 +28,7 @@
 #include <benchmark/benchmark.h>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nugo/nugo.hpp>
@@ -102,7 +106,35 @@ void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, in
   state.counters["slice_us"] = std::chrono::duration<double, std::micro>(slice).count();
 }
 
-__attribute__((noinline)) std::uint64_t compute(std::uint64_t iters) {
+// On-CPU nanoseconds of each thread of this process, from /proc/self/task/*/schedstat.
+std::vector<std::pair<int, double>> thread_cpu_ns() {
+  std::vector<std::pair<int, double>> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "schedstat");
+    double ns = 0;
+    if (f >> ns) out.emplace_back(std::stoi(task.path().filename().string()), ns);
+  }
+  return out;
+}
+
+// The CPU time between two snapshots of every thread but the busiest (the one that ran the
+// loop), in ns. A thread born in between counts from zero; one that left is not counted.
+double others_cpu_ns(const std::vector<std::pair<int, double>>& before,
+                     const std::vector<std::pair<int, double>>& after) {
+  double total = 0, busiest = 0;
+  for (auto [tid, ns] : after) {
+    double start = 0;
+    for (auto [t0, ns0] : before)
+      if (t0 == tid) start = ns0;
+    total += ns - start;
+    busiest = std::max(busiest, ns - start);
+  }
+  return total - busiest;
+}
+
+// noipa, not just noinline: GCC proved the function pure and called it once for the whole
+// benchmark loop, which then measured nothing (the "0.000 ns/iter" of issue 14).
+__attribute__((noipa)) std::uint64_t compute(std::uint64_t iters) {
   std::uint64_t x = 88172645463325252ull;
   for (std::uint64_t i = 0; i < iters; ++i) {  // xorshift: no calls, no memory
     x ^= x << 13;
@@ -114,9 +146,19 @@ __attribute__((noinline)) std::uint64_t compute(std::uint64_t iters) {
 
 void preempt_overhead(benchmark::State& state, std::chrono::nanoseconds slice, bool async) {
   constexpr std::uint64_t kIters = 200'000'000;
+  double others_ns = 0, wall_ns = 0;
   nugo::run([&] {
-    for (auto _ : state) benchmark::DoNotOptimize(compute(kIters));
+    auto cpu0 = thread_cpu_ns();
+    auto t0 = nugo::Clock::now();
+    for (auto _ : state) {
+      std::uint64_t iters = kIters;
+      benchmark::DoNotOptimize(iters);
+      benchmark::DoNotOptimize(compute(iters));
+    }
+    wall_ns = static_cast<double>(std::chrono::nanoseconds(nugo::Clock::now() - t0).count());
+    others_ns = others_cpu_ns(cpu0, thread_cpu_ns());
   }, config(slice, async));
+  state.counters["other_cores"] = others_ns / wall_ns;
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kIters));
   state.counters["ns_per_iter"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kIters),
