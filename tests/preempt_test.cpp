@@ -628,10 +628,47 @@ TEST_CASE("beside a CPU hog at 1 P, a ping-pong pair gets about half of the CPU 
         INFO("pair " << pair_ns.count() / 1000 << " us, hog " << hog_ns.count() / 1000
                      << " us, " << rounds << " round trips");
         CHECK(rounds > 100);
-        CHECK(share > 0.25);
-        CHECK(share < 0.75);
+        CHECK(share > 0.35);  // 0.5 expected; 2:1 either way fails
+        CHECK(share < 0.65);
       },
       procs(1, kSlice));
+}
+
+TEST_CASE("a goroutine in the global queue runs beside a chain of preempted goroutines that "
+          "keeps runnext full", "[preempt][sched]") {
+  // Each link spawns the next (into runnext) and then computes until it is preempted, so the
+  // local queue never runs dry and schedtick moves only by preemptions. The global queue's
+  // 1-in-61 turn is then the only way for X, queued there by a plain thread, to run. (A first
+  // version of issue 14's tick skip switched that turn off for good here.) 10 s is a bound
+  // for a hang, not a timing: X is expected after about 61 slices of 1 ms.
+  static constexpr auto kGiveUp = 10s;
+  nugo::run(
+      [] {
+        std::atomic<bool> x_ran{false}, gave_up{false};
+        nugo::WaitGroup chain_done;
+        chain_done.add(1);
+        auto start = nugo::Clock::now();
+        struct Link {
+          static void run(std::atomic<bool>* x_ran, std::atomic<bool>* gave_up,
+                          nugo::WaitGroup* done, nugo::Clock::time_point start) {
+            if (x_ran->load() || nugo::Clock::now() - start > kGiveUp) {
+              if (!x_ran->load()) gave_up->store(true);
+              done->done();
+              return;
+            }
+            nugo::go([=] { run(x_ran, gave_up, done, start); });
+            // Two slices of computing: preempted at least once on the way.
+            auto t0 = nugo::Clock::now();
+            while (nugo::Clock::now() - t0 < 2ms && !x_ran->load()) nugo::preempt_point();
+          }
+        };
+        nugo::go([&] { Link::run(&x_ran, &gave_up, &chain_done, start); });
+        std::thread([&] { nugo::go([&] { x_ran = true; }); }).join();
+        chain_done.wait();
+        CHECK(x_ran.load());
+        CHECK_FALSE(gave_up.load());
+      },
+      procs(1, 1ms));
 }
 
 TEST_CASE("NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and asyncpreemptoff are parsed and checked",

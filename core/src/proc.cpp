@@ -82,17 +82,19 @@ constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto sc = std::memory_order_seq_cst;
 constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks globally first
 
-// A slice ended by preemption: the preempted G now waits at the tail of the global queue, and
-// whatever runs next starts a new slice. If that new tick were the global queue's turn (the
-// 1-in-61 rule in findrunnable) and the preempted G were alone there, the turn would hand it
-// a second slice at once, ahead of the goroutine a timer readied meanwhile: the 2-slice tail
-// of the preemption latency (Go has it too: its p99 is 2x the slice plus sysmon's delay). The
-// rule bounds how long the global queue waits; the G that just had a whole slice of this P
-// is not waiting. So such a tick is skipped: the queue's next turn is 61 schedules later, and
-// it is still served whenever the local queue runs dry.
-void new_slice_after_preemption(P* pp) {
+// A slice ended by preemption: whatever runs next starts a new one. `alone`: the preempted G,
+// now at the tail of the domain's global queue, is all that queue and the pinned queue hold
+// (read under the domain lock when it was queued). If the new tick were then the queues'
+// turn (the 1-in-61 rule in findrunnable), the turn would hand that G a second slice at
+// once, ahead of the goroutine a timer readied meanwhile: the 2-slice tail of the preemption
+// latency (Go has it too). The rule bounds how long other goroutines wait in those queues;
+// there are none, and the G that just had a whole slice of this P is not waiting. So only
+// then is the tick skipped. With anyone else queued the turn stands, so a chain of preempted
+// goroutines cannot switch the rule off (the issue-14 review found that in a first version,
+// which skipped the turn whenever a preemption landed on it).
+void new_slice_after_preemption(P* pp, bool alone) {
   std::uint32_t tick = pp->schedtick.load(std::memory_order_relaxed) + 1;
-  if (tick % kGlobalQueueTick == 0) ++tick;
+  if (alone && tick % kGlobalQueueTick == 0) ++tick;
   pp->preempt.store(false, std::memory_order_relaxed);
   pp->schedtick.store(tick, std::memory_order_relaxed);
 }
@@ -287,13 +289,15 @@ Next goexit0(M* m, G* gp) {
 // timer is pending, findrunnable would lock the global queue next anyway to take a batch;
 // doing both in one critical section halves the cost of a yield and picks exactly the same G.
 // (With a timer pending, findrunnable must run it first: a yield loop would starve it.)
-Next requeue_global(M* m, G* gp) {
+// *alone (if given): whether gp was then all that the domain's queues held.
+Next requeue_global(M* m, G* gp, bool* alone = nullptr) {
   P* pp = m->p;
   Domain* d = pp->domain;
   gp->status.store(GStatus::runnable, rlx);
   bool local_work = !runqempty(pp) || nexttimer(pp) != 0;
   d->lock.lock();
   globrunqput(d, gp, pp->node);
+  if (alone) *alone = d->runq.size() == 1 && d->pinned.empty();
   G* next = nullptr;
   // Not a pinned G for a locked M: schedule would put it in the ring, where another node's
   // thief could start it.
@@ -314,8 +318,9 @@ Next preempt_requeue(M* m, G* gp, StopWhy why) {
   P* pp = m->p;
   traceev(Ev::go_stop, pp->id, gp->goid, 0, 0, static_cast<std::uint8_t>(why));
   bump(pp->stats.preemptions);
-  new_slice_after_preemption(pp);
-  Next next = requeue_global(m, gp);
+  bool alone = false;
+  Next next = requeue_global(m, gp, &alone);
+  new_slice_after_preemption(pp, alone);
   // NUMA mode: gp waits in the global queue of a node whose Ps are all busy; an idle node
   // should take it (two goroutines preempting each other would otherwise share one node
   // forever). A no-op in flat mode, where a busy P's domain has no remote nodes.
@@ -412,9 +417,10 @@ top:
       gp->status.store(GStatus::runnable, rlx);
       d->lock.lock();
       globrunqput(d, gp, pp->node);
+      bool alone = d->runq.size() == 1 && d->pinned.empty();
       d->lock.unlock();
       bump(pp->stats.preemptions);
-      new_slice_after_preemption(pp);
+      new_slice_after_preemption(pp, alone);
       goto top;
     }
     *inherit_time = inherit;

@@ -169,9 +169,12 @@ void sysmon_main() {
       delay = kMinDelayNs;
     else if (idle > kIdleCyclesBeforeBackoff)
       delay = std::min(delay * 2, kMaxDelayNs);
-    bool busy = !every_p_idle();
-    std::int64_t wake = nanotime() + delay;
-    if (busy) wake = std::min({wake, nanotime() + tick, std::max(next_end, nanotime() + kMinDelayNs)});
+    // At most half a slice even when every P looks idle right now: a P may start running a
+    // moment later, and only the deep sleep below is woken by acquirep (the issue-14 review:
+    // with preemptions no longer resetting the backoff, this sleep could otherwise be 10 ms).
+    std::int64_t now0 = nanotime();
+    std::int64_t wake = std::min(now0 + delay, now0 + tick);
+    if (!every_p_idle()) wake = std::min(wake, std::max(next_end, now0 + kMinDelayNs));
     sched->sysmon_note.sleep_until(std::min(wake, next_trace));
     sched->sysmon_note.clear();
     if (sched->stopping.load()) continue;
