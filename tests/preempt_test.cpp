@@ -671,6 +671,33 @@ TEST_CASE("a goroutine in the global queue runs beside a chain of preempted goro
       procs(1, 1ms));
 }
 
+TEST_CASE("a hog that lives in runtime calls yields as it leaves one (the signal's deferred "
+          "request)", "[asyncpreempt][preempt]") {
+  // The hog spins on a non-blocking receive: nearly every signal lands inside runtime code
+  // (G::locks != 0), where it is declined. The request is kept (kPreemptAtExit) and the hog
+  // yields at the end of that call, as a Go goroutine does at its next function prologue.
+  // The sleeper's 20 wake-ups need the hog preempted about 20 times.
+  auto exit_preemptions = [] { return nugo::detail::sched->exit_preemptions.load(); };
+  nugo::run(
+      [&] {
+        std::uint64_t before = exit_preemptions();
+        std::atomic<bool> stop{false};
+        nugo::Chan<int> never;
+        nugo::WaitGroup done;
+        done.add(1);
+        nugo::go([&] {
+          while (!stop.load(std::memory_order_relaxed)) (void)never.try_recv();
+          done.done();
+        });
+        nugo::yield();
+        for (int i = 0; i < 20; ++i) nugo::sleep_for(100us);
+        stop = true;
+        done.wait();
+        CHECK(exit_preemptions() > before);
+      },
+      procs(1, 1ms));
+}
+
 TEST_CASE("NUGO_TIMESLICE, NUGO_PREEMPT_SIGNAL and asyncpreemptoff are parsed and checked",
           "[preempt][config]") {
   setenv("NUGO_TIMESLICE", "200us", 1);

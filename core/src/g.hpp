@@ -46,8 +46,9 @@ struct alignas(64) G : Closure {
   WaitReason waitreason = WaitReason::none;
   // Nonzero while the goroutine runs runtime code on its own stack (NoPreempt, preempt.hpp):
   // the preemption signal must not stop it there. Per G, not per M, because a runtime call
-  // may park and finish on another M. Written only by the G itself; read by the signal
-  // handler on the same thread.
+  // may park and finish on another M. Written by the G itself, and by the signal handler on
+  // the same thread, which may set the top bit (kPreemptAtExit, preempt.hpp): yield when the
+  // count returns to zero.
   std::uint16_t locks = 0;
   // Locks of the thread (std::mutex, a static's initializer) it held when it last switched
   // out; carried to the thread that resumes it (threadlocks.hpp). Zero while running.

@@ -165,12 +165,16 @@ bool async_safe_point(M* m, const ucontext_t* uc) {
   G* gp = m->curg;
   P* pp = m->p;
   if (!gp || !pp || !pp->preempt.load(std::memory_order_relaxed)) return false;
-  if (gp->status.load(std::memory_order_relaxed) != GStatus::running || gp->locks != 0)
-    return false;
+  if (gp->status.load(std::memory_order_relaxed) != GStatus::running) return false;
   auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
   auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
   auto hi = reinterpret_cast<std::uintptr_t>(gp->stack.hi);
-  if (sp <= lo || sp > hi || sp - lo < kRedZone + nugo_xsave_size + kYieldRoom) return false;
+  if (sp <= lo || sp > hi) return false;  // not the G's own code (g0, a user's stack)
+  if (gp->locks != 0) {  // in runtime code: yield on the way out of it instead
+    gp->locks |= kPreemptAtExit;
+    return false;
+  }
+  if (sp - lo < kRedZone + nugo_xsave_size + kYieldRoom) return false;
   auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
   if (in_nopreempt_section(pc)) return false;
   // The goroutine holds a lock of the thread (threadlocks.hpp): the unlock that releases the
@@ -236,7 +240,8 @@ bool preempt_due(G* gp) {
   acquire_locks(gp);
   M* m = getm();
   P* pp = m->p;
-  bool due = pp && pp->preempt.load(std::memory_order_relaxed) && gp->locks == 1;
+  bool due = pp && pp->preempt.load(std::memory_order_relaxed) &&
+             (gp->locks & ~kPreemptAtExit) == 1;
   char here;
   auto sp = reinterpret_cast<std::uintptr_t>(&here);
   due = due && sp > reinterpret_cast<std::uintptr_t>(gp->stack.lo) &&
@@ -248,8 +253,28 @@ bool preempt_due(G* gp) {
       due = false;
     }
   }
-  release_locks(gp);
+  // Back to zero, and any request the signal left meanwhile with it: the caller yields now if
+  // due (release_locks would have yielded here too, and the caller then again: the
+  // issue-14 review), and if not, the slice is not over here and sysmon asks again.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  gp->locks = 0;
   return due;
+}
+
+// The release that ended the G's runtime code found the signal's request (kPreemptAtExit).
+// The same conditions as preempt_point, plus two that an explicit call leaves to its caller:
+// the G is running (not in a system call: nugo::syscall's own scopes end inside it), and no
+// exception is unwinding or being handled (a NoPreempt scope's destructor may run during
+// unwinding, or inside a catch block: core/README.md, rules for goroutines).
+void preempt_at_runtime_exit(G* gp) {
+  gp->locks = 0;
+  if (gp->status.load(std::memory_order_relaxed) != GStatus::running || in_exception_handling() ||
+      !preempt_due(gp))
+    return;
+  sched->exit_preemptions.fetch_add(1, std::memory_order_relaxed);
+  int saved_errno = *errno_location();
+  gopreempt(false);
+  *errno_location() = saved_errno;
 }
 
 namespace preempt {

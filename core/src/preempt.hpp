@@ -15,6 +15,16 @@ G* getg();
 // its result could otherwise be reused after the goroutine moved to another thread.
 int* errno_location();
 
+// G::locks's top bit: the preemption signal found this G inside runtime code (locks != 0)
+// and declined; the G yields when it leaves the runtime, at the release that brings the
+// count to zero (preempt_at_runtime_exit, preempt.cpp), as a Go goroutine does at the next
+// function prologue. Set by the signal handler on the G's own thread; a handler that lands
+// between the load and the store of a ++/-- loses the bit, never the count (sysmon retries).
+inline constexpr std::uint16_t kPreemptAtExit = 0x8000;
+
+// Yields if the slice is still over and nothing forbids it here (gp->locks is the bit alone).
+void preempt_at_runtime_exit(G* gp);
+
 inline void acquire_locks(G* gp) {
   ++gp->locks;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // raised before what it protects
@@ -22,7 +32,8 @@ inline void acquire_locks(G* gp) {
 
 inline void release_locks(G* gp) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  --gp->locks;
+  if (--gp->locks == kPreemptAtExit) [[unlikely]]
+    preempt_at_runtime_exit(gp);
 }
 
 // Runtime code on a goroutine's stack holds locks, caches its M and P, and edits run queues:

@@ -181,7 +181,13 @@ Next goexit0(M* m, G* gp);
   G* gp = static_cast<G*>(t.data);
   getm()->g0ctx = t.fctx;
   sanitizer_finish_switch(gp->san);
-  release_locks(gp);  // newproc took one: the switch in is over, user code may be preempted
+  // newproc took one: the switch in is over, user code may be preempted. A request the
+  // signal left meanwhile (kPreemptAtExit, preempt.hpp) is dropped rather than honoured here:
+  // a goroutine starts where it was placed (go_on's promise; the QEMU 4-node check caught a
+  // placed goroutine yielding before its first instruction and stolen by another node).
+  // sysmon asks again if the slice is still over.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  gp->locks = 0;
   try {
     gp->invoke(gp);
   } catch (const std::exception& e) {

@@ -107,6 +107,9 @@ struct Sched {
   std::int64_t timeslice_ns = 0;  // cfg.timeslice
   std::int64_t start_ns = 0;      // when the instance was made (schedtrace's clock)
   std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
+  // Goroutines that the signal found in runtime code and that yielded on leaving it
+  // (kPreemptAtExit, preempt.hpp)
+  std::atomic<std::uint64_t> exit_preemptions{0};
 
   G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
 };
