@@ -195,7 +195,15 @@ Next goexit0(M* m, G* gp);
   } catch (...) {
     panic_exit(gp, "unknown exception (not derived from std::exception)");
   }
+  // The closure is destroyed with the G's preemption count raised. A goroutine stopped half
+  // way through its closure's destructors, and then abandoned when main returns, would leave
+  // the teardown a closure it can neither finish nor destroy again (LSan saw the leaked
+  // channel once issue 14's yield at runtime exit made it likely: a Chan's release ending
+  // inside the closure's destructor). invoke is cleared first: a destructor that blocks and
+  // is abandoned there leaks its closure rather than having it destroyed twice.
   acquire_locks(gp);
+  gp->invoke = nullptr;
+  gp->discard(gp);
   mcall(goexit0);
   fatal("goexit: dead goroutine %lld resumed", static_cast<long long>(gp->goid));
 }

@@ -25,10 +25,10 @@ namespace detail {
 // fit in buf is allocated on the heap and buf holds the pointer to it.
 struct Closure {
   static constexpr std::size_t kInline = 48;
-  // Runs the function, then destroys it. Clears invoke before destroying, so that teardown
-  // never destroys twice a closure whose destructor blocked.
+  // Runs the function. The runtime then clears invoke and destroys the closure (discard),
+  // so that a teardown never destroys twice a closure whose destructor blocked.
   void (*invoke)(Closure* self) = nullptr;
-  void (*discard)(Closure* self) = nullptr;  // destroys it without running (runtime teardown)
+  void (*discard)(Closure* self) = nullptr;  // destroys it (after invoke, or at teardown unrun)
   alignas(16) unsigned char buf[kInline];
 };
 
@@ -67,11 +67,7 @@ void bind_closure(Closure* c, F&& f) {
     ::new (static_cast<void*>(c->buf)) Fn*(new Fn(std::forward<F>(f)));
   // An exception escaping the function ends the process (a panic), so no unwinding path
   // needs to destroy the closure.
-  c->invoke = [](Closure* self) {
-    (*closure_object<Fn>(self))();
-    self->invoke = nullptr;
-    destroy_closure<Fn>(self);
-  };
+  c->invoke = [](Closure* self) { (*closure_object<Fn>(self))(); };
   c->discard = [](Closure* self) { destroy_closure<Fn>(self); };
 }
 
