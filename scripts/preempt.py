@@ -169,6 +169,12 @@ def report(args, exe: Path, rounds: int) -> int:
                     f"--benchmark_min_time={min_time}, configurations interleaved, {rounds} rounds")
     progress("thread storm")
     nugo |= nugo_bench(exe, "^syscall_storm(/|$)")
+    floor = None
+    floor_exe = args.build / "experiments" / "nugo-floor"
+    if floor_exe.exists():
+        progress("the machine's floor (nugo-floor)")
+        floor = json.loads(run([str(floor_exe)]))
+        commands.append(str(floor_exe))
 
     verdicts = {}
     lines = ["# sysmon, preemption and system calls: nugo beside Go 1.19", "",
@@ -233,6 +239,21 @@ def report(args, exe: Path, rounds: int) -> int:
     lines.append(f"| off | {cell(per_iter['async:off'], ns)} | | {cell(others['async:off'], cores)} | "
                  f"{' | '.join(goff)} | |")
 
+    if floor:
+        per_preemption = {c.split(":")[1]: statistics.median(losses[c]) * us
+                          for c, us in zip(OVERHEAD_CONFIGS[1:], (10_000, 1_000, 200))}
+        lines += ["", "## The floor: what this machine charges (`nugo-floor`, plain threads)", "",
+                  "One signal from another thread (tgkill, empty handler) costs a computing "
+                  f"thread {floor['signal_us_at_1000_per_s']:.1f} us at 1,000 a second and "
+                  f"{floor['signal_us_at_5000_per_s']:.1f} us at 5,000 a second (median of 5 "
+                  "rounds); at a 1 ms slice that alone is "
+                  f"{floor['signal_us_at_1000_per_s'] / 10:.2f}% of the loop. A whole "
+                  "preemption (signal, XSAVE, the switch through g0, the global queue and back) "
+                  "costs the loop, from the medians above: "
+                  + ", ".join(f"{v:.1f} us at {k}" for k, v in per_preemption.items())
+                  + f". An uncontended xchg costs {floor['xchg_ns']:.2f} ns, a lock cmpxchg "
+                  f"{floor['cmpxchg_ns']:.2f} ns."]
+
     def ns_op(name):
         b = nugo[name]
         return b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b["time_unit"]]
@@ -258,7 +279,7 @@ def report(args, exe: Path, rounds: int) -> int:
     (args.out / "preempt.json").write_text(json.dumps({
         "settings": {"rounds": rounds, "quick": args.quick, "min_time_s": min_time},
         "commands": commands,
-        "nugo": nugo, "go": go,
+        "nugo": nugo, "go": go, "floor": floor,
         "overhead": {"nugo_ns_per_iter": per_iter, "nugo_other_cores": others, "nugo_loss": losses,
                      "go_ns_per_iter": go_per_iter, "go_other_cores": go_others, "go_loss": go_loss},
         "targets": verdicts}, indent=1))

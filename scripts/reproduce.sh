@@ -27,7 +27,7 @@ bash scripts/bootstrap.sh --baselines
 
 build=build-release
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF
-cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-locality nugo-preempt-bench nugo-http nugo-echo fiber-bench nugo-topo
+cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo fiber-bench nugo-topo
 
 echo
 "$build/topology/nugo-topo" | head -n 20
