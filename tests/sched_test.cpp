@@ -85,11 +85,14 @@ TEST_CASE("yielding goroutines make progress (TestYieldProgress)", "[sched]") {
       }
       acked = true;
     });
-    auto until = Clock::now() + std::chrono::milliseconds(10);
-    while (Clock::now() < until) nugo::yield();
+    // Main yields until the other goroutine has run: progress, not speed. (This waited a
+    // fixed 10 ms and then checked; under TSan beside another test process, the thread that
+    // had stolen the goroutine was once descheduled for longer than that.) 10 s bounds a hang.
+    auto until = Clock::now() + std::chrono::seconds(10);
+    while (spins.load() == 0 && Clock::now() < until) nugo::yield();
+    CHECK(spins.load() > 0);
     stop = true;
     while (!acked.load()) nugo::yield();
-    CHECK(spins.load() > 0);
   });
 }
 
