@@ -53,6 +53,7 @@ class NoPreempt {
   }
   NoPreempt(const NoPreempt&) = delete;
   NoPreempt& operator=(const NoPreempt&) = delete;
+  G* g() const { return gp_; }  // the goroutine it pins; null on other threads
 
  private:
   G* gp_;

@@ -771,6 +771,14 @@ void injectglist(G** gl, int n) {
 
 void goready(G* gp) {
   NoPreempt np;
+  // A goroutine that readies another does not yield as it leaves this runtime call
+  // (kPreemptAtExit, preempt.hpp): the readied one waits in runnext, which the ended slice
+  // sends to the global queue anyway, and the waker usually has little left to do: `done();
+  // return`, `send(result); return`. Yielding there let main return while the waker still
+  // held objects in its frame, which the teardown then abandoned (LSan, under ASan at 8 Ps).
+  // Only the request is dropped: the slice's end (pp->preempt) stands, and sysmon signals
+  // again at its next look.
+  if (G* self = np.g()) self->locks &= static_cast<std::uint16_t>(~kPreemptAtExit);
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
