@@ -61,6 +61,7 @@ struct alignas(64) P {
     std::int64_t schedwhen = 0;
     std::uint32_t syscalltick = 0;
     std::int64_t syscallwhen = 0;
+    bool preempt_pending = false;  // preempted at this schedtick already (sysmon.cpp)
   } sysmontick;
 
   // The local run queue: a 256-slot ring with one producer (the owner) and CAS consumers
