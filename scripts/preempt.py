@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from micro import go_environment  # the one offline Go environment (scripts/micro.py)
+
 GO_DIR = Path(__file__).resolve().parent.parent / "experiments" / "baselines" / "go"
 SLICES = (("10ms", 10_000), ("1ms", 1_000), ("200us", 200))
 OVERHEAD_CONFIGS = ["async:off", "slice:10ms", "slice:1ms", "slice:200us"]
@@ -71,12 +73,6 @@ def nugo_bench(exe: Path, pattern: str, min_time: float | None = None) -> dict:
     for b in json.loads(out)["benchmarks"]:
         rows[re.sub(r"/(real_time|iterations:\d+)", "", b["name"])] = b
     return rows
-
-
-def go_environment(build: Path) -> dict:
-    return os.environ | {"GOCACHE": str(build.resolve() / "go-cache"),
-                         "GOPATH": str(build.resolve() / "gopath"), "GOFLAGS": "-mod=mod",
-                         "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}
 
 
 def go_bench(binary: Path, pattern: str, cpu: str, benchtime: str, extra_env: dict) -> dict:
@@ -122,7 +118,8 @@ def report(args, exe: Path, rounds: int) -> int:
     go_binary = None
     if shutil.which("go"):
         go_binary = args.build / "go-preempt.test"
-        run(["go", "test", "-c", "-o", str(go_binary.resolve())], env=go_environment(args.build),
+        run(["go", "test", "-c", "-o", str(go_binary.resolve())],
+            env=go_environment(args.build.resolve()),
             cwd=GO_DIR)
         commands.append(f"go test -c -o {go_binary} (in {GO_DIR})")
 

@@ -11,6 +11,15 @@
 
 namespace nugo::detail {
 
+namespace {
+
+// Round `round` of a waiter's spin: growing pauses (32, 32, 64, 64, ... 512 of them).
+void spin_pause(int round) {
+  for (int i = 0; i < (32 << (round / 2)); ++i) cpu_relax();
+}
+
+}  // namespace
+
 void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected) {
   // EAGAIN (value changed) and EINTR are both "look again" for every caller.
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected,
@@ -56,7 +65,7 @@ void SpinLock::check_owner(const char* what) const {
 void SpinLock::lock_slow() {
   for (int round = 0;; ++round) {
     if (round < 10) {
-      for (int i = 0; i < (32 << (round / 2)); ++i) cpu_relax();
+      spin_pause(round);
     } else if (round < 20) {
       sched_yield();
     } else {
@@ -74,7 +83,7 @@ void SpinLock::lock_slow() {
 // few times (the holder may be preempted), and only then sleep.
 void Lock::lock_slow() {
   for (int spin = 0; spin < 10; ++spin) {
-    for (int i = 0; i < (32 << (spin / 2)); ++i) cpu_relax();
+    spin_pause(spin);
     std::uint32_t free = 0;
     if (state_.load(std::memory_order_relaxed) == 0 &&
         state_.compare_exchange_weak(free, 1, std::memory_order_acquire))

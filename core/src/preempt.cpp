@@ -261,6 +261,14 @@ bool preempt_due(G* gp) {
   return due;
 }
 
+// The cooperative yield of a goroutine whose slice is over. errno is carried to whichever
+// thread resumes it, as at a preemption by signal.
+void yield_preempted() {
+  int saved_errno = *errno_location();
+  gopreempt(false);
+  *errno_location() = saved_errno;
+}
+
 // The release that ended the G's runtime code found the signal's request (kPreemptAtExit).
 // The same conditions as preempt_point, plus two that an explicit call leaves to its caller:
 // the G is running (not in a system call: nugo::syscall's own scopes end inside it), and no
@@ -272,9 +280,7 @@ void preempt_at_runtime_exit(G* gp) {
       !preempt_due(gp))
     return;
   sched->exit_preemptions.fetch_add(1, std::memory_order_relaxed);
-  int saved_errno = *errno_location();
-  gopreempt(false);
-  *errno_location() = saved_errno;
+  yield_preempted();
 }
 
 namespace preempt {
@@ -333,13 +339,10 @@ extern "C" void nugo_async_preempt2() {
 
 namespace nugo {
 
-// errno is carried to whichever thread resumes the goroutine, as at a preemption by signal.
 void preempt_point() {
   detail::G* gp = detail::getg();
   if (!gp || gp->locks != 0 || !detail::preempt_due(gp)) return;
-  int saved_errno = *detail::errno_location();
-  detail::gopreempt(false);
-  *detail::errno_location() = saved_errno;
+  detail::yield_preempted();
 }
 
 }  // namespace nugo

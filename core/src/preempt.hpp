@@ -24,6 +24,8 @@ inline constexpr std::uint16_t kPreemptAtExit = 0x8000;
 
 // Yields if the slice is still over and nothing forbids it here (gp->locks is the bit alone).
 void preempt_at_runtime_exit(G* gp);
+// Yields a goroutine whose slice is over, carrying errno to the thread that resumes it.
+void yield_preempted();
 
 inline void acquire_locks(G* gp) {
   ++gp->locks;

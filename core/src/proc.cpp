@@ -92,6 +92,9 @@ constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks glo
 // then is the tick skipped. With anyone else queued the turn stands, so a chain of preempted
 // goroutines cannot switch the rule off (the issue-14 review found that in a first version,
 // which skipped the turn whenever a preemption landed on it).
+// Whether the G just queued globally is all that d's global and pinned queues hold.
+bool queued_alone(Domain* d) NUGO_REQUIRES(d->lock) { return d->runq.size() == 1 && d->pinned.empty(); }
+
 void new_slice_after_preemption(P* pp, bool alone) {
   std::uint32_t tick = pp->schedtick.load(std::memory_order_relaxed) + 1;
   if (alone && tick % kGlobalQueueTick == 0) ++tick;
@@ -311,7 +314,7 @@ Next requeue_global(M* m, G* gp, bool* alone = nullptr) {
   bool local_work = !runqempty(pp) || nexttimer(pp) != 0;
   d->lock.lock();
   globrunqput(d, gp, pp->node);
-  if (alone) *alone = d->runq.size() == 1 && d->pinned.empty();
+  if (alone) *alone = queued_alone(d);
   G* next = nullptr;
   // Not a pinned G for a locked M: schedule would put it in the ring, where another node's
   // thief could start it.
@@ -431,7 +434,7 @@ top:
       gp->status.store(GStatus::runnable, rlx);
       d->lock.lock();
       globrunqput(d, gp, pp->node);
-      bool alone = d->runq.size() == 1 && d->pinned.empty();
+      bool alone = queued_alone(d);
       d->lock.unlock();
       bump(pp->stats.preemptions);
       new_slice_after_preemption(pp, alone);
@@ -778,7 +781,8 @@ void goready(G* gp) {
   // held objects in its frame, which the teardown then abandoned (LSan, under ASan at 8 Ps).
   // Only the request is dropped: the slice's end (pp->preempt) stands, and sysmon signals
   // again at its next look.
-  if (G* self = np.g()) self->locks &= static_cast<std::uint16_t>(~kPreemptAtExit);
+  if (G* self = np.g(); self && (self->locks & kPreemptAtExit)) [[unlikely]]
+    self->locks &= static_cast<std::uint16_t>(~kPreemptAtExit);
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
