@@ -9,7 +9,10 @@
 #include <stdexcept>
 #include <nugo/nugo.hpp>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -402,5 +405,141 @@ TEST_CASE("a channel whose buffer size overflows or cannot exist is refused", "[
     CHECK_THROWS_WITH(nugo::Chan<std::uint64_t>(SIZE_MAX / 4), Catch::Contains("out of range"));
     nugo::Chan<std::uint64_t> fine(1 << 20);
     CHECK(fine.cap() == std::size_t{1} << 20);
+  });
+}
+
+// Issue 15: select_value returns the chosen handler's result as the handlers' common type.
+TEST_CASE("select_value returns the value of the chosen receive case", "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> a(1), never = nugo::Chan<int>::nil();
+    auto next = [&](std::chrono::nanoseconds timeout) {
+      return nugo::select_value(
+          nugo::on_recv(a, [](std::optional<int> x) { return x.value_or(-1) + 1; }),
+          nugo::on_recv(never, [](auto) { return -2; }),
+          nugo::on_recv(nugo::after(timeout), [](auto) { return 0; }));
+    };
+    a.send(41);
+    CHECK(next(10s) == 42);
+    CHECK(next(1ms) == 0);  // nothing in a: the timeout's handler
+    nugo::go([=] { a.send(6); });
+    CHECK(next(10s) == 7);  // sent while select_value waits
+  });
+}
+
+TEST_CASE("select_value returns the value of the chosen send case", "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> out;
+    nugo::Chan<int> got(1);
+    nugo::go([=] { got.send(*out.recv()); });
+    std::string what = nugo::select_value(nugo::on_send(out, 7, [] { return std::string("sent"); }),
+                                          nugo::on_recv(nugo::after(10s), [](auto) {
+                                            return std::string("timed out");
+                                          }));
+    CHECK(what == "sent");
+    CHECK(got.recv() == 7);
+  });
+}
+
+TEST_CASE("select_value returns the default case's value when nothing is ready",
+          "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> out(1), in(1);
+    out.send(0);  // full
+    auto what = [&] {
+      return nugo::select_value(
+          nugo::on_send(out, 7, [] { return std::string("sent"); }),
+          nugo::on_recv(in, [](std::optional<int> v) { return std::to_string(*v); }),
+          nugo::on_default([] { return "busy"; }));  // const char*: the common type is string
+    };
+    static_assert(std::is_same_v<decltype(what()), std::string>);
+    CHECK(what() == "busy");
+    in.send(3);
+    CHECK(what() == "3");
+    CHECK(what() == "busy");
+  });
+}
+
+TEST_CASE("select_value on a closed channel returns what its handler makes of no value",
+          "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> c(1);
+    c.send(5);
+    c.close();
+    auto get = [&] {
+      return nugo::select_value(nugo::on_recv(c, [](std::optional<int> v) {
+        return v.has_value() ? *v : -1;
+      }));
+    };
+    CHECK(get() == 5);  // the buffered value first, as in Go
+    CHECK(get() == -1);
+    CHECK(get() == -1);
+  });
+}
+
+TEST_CASE("select_value returns move-only and immovable results, from mutable handlers",
+          "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<std::unique_ptr<int>> c(1);
+    c.send(std::make_unique<int>(8));
+    int calls = 0;
+    auto take = [&] {
+      return nugo::select_value(
+          nugo::on_recv(c, [](std::optional<std::unique_ptr<int>> v) { return std::move(*v); }),
+          nugo::on_default([n = 0, &calls]() mutable {
+            calls = ++n;
+            return std::unique_ptr<int>();
+          }));
+    };
+    std::unique_ptr<int> p = take();
+    REQUIRE(p);
+    CHECK(*p == 8);
+    CHECK_FALSE(take());
+    CHECK(calls == 1);
+
+    // Neither copyable nor movable: the handler's result is the result, built once.
+    struct Pinned {
+      int v;
+      explicit Pinned(int x) : v(x) {}
+      Pinned(Pinned&&) = delete;
+    };
+    nugo::Chan<int> ready(1);
+    ready.send(2);
+    Pinned pin = nugo::select_value(nugo::on_recv(ready, [](auto v) { return Pinned(*v); }),
+                                    nugo::on_default([] { return Pinned(0); }));
+    CHECK(pin.v == 2);
+  });
+}
+
+TEST_CASE("select_value converts the handlers' results to their common type", "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> c(1);
+    auto pick = [&] {
+      return nugo::select_value(nugo::on_recv(c, [](std::optional<int> v) { return *v; }),
+                                nugo::on_default([] { return 1L << 40; }));
+    };
+    static_assert(std::is_same_v<decltype(pick()), long>);
+    static_assert(std::is_same_v<decltype(nugo::select_value(
+                                     nugo::on_recv(c, [](auto) -> const std::string& {
+                                       static const std::string s;
+                                       return s;
+                                     }))),
+                                 std::string>);  // decayed: a copy, not a reference
+    CHECK(pick() == 1L << 40);
+    c.send(-3);
+    CHECK(pick() == -3L);
+  });
+}
+
+TEST_CASE("select still returns the position when handlers return values", "[sched][chan]") {
+  nugo::run([] {
+    nugo::Chan<int> c(1);
+    c.send(1);
+    int ran = -1;
+    CHECK(nugo::select(nugo::on_default([&] { return ran = 9; }),
+                       nugo::on_recv(c, [&](auto) { return ran = 5; })) == 1);
+    CHECK(ran == 5);
+    CHECK(nugo::select(nugo::on_default([&] { return ran = 9; }),
+                       nugo::on_recv(c, [&](auto) { return ran = 5; })) == 0);
+    CHECK(ran == 9);
   });
 }

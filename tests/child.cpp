@@ -222,6 +222,55 @@ void trace_workload() {
   wg.wait();
 }
 
+// A worker that blocks forever on a channel nobody sends to, in a function of its own so
+// that the deadlock report can name it.
+[[gnu::noinline]] void wait_for_work(const nugo::Chan<int>& work) { (void)work.recv(); }
+
+// Each call a nugo::syscall body must not make (nugo/syscall.hpp), by the name the test
+// passes; and the calls it may make ("allowed"), which must all run.
+int misuse_in_syscall(const std::string& call) {
+  return nugo::run([&] {
+    nugo::Chan<int> buffered(4), unbuffered;
+    nugo::Mutex mu;
+    nugo::WaitGroup wg;
+    wg.add(1);
+    if (call == "unlock") mu.lock();
+    nugo::syscall([&] {
+      if (call == "yield") nugo::yield();
+      if (call == "send") buffered.send(1);
+      if (call == "try_send") (void)unbuffered.try_send(1);
+      if (call == "recv") (void)unbuffered.recv();
+      if (call == "try_recv") (void)buffered.try_recv();
+      if (call == "close") buffered.close();
+      if (call == "select") nugo::select(nugo::on_recv(buffered), nugo::on_default());
+      if (call == "go") nugo::go([] {});
+      if (call == "after") (void)nugo::after(std::chrono::seconds(1));
+      if (call == "sleep") nugo::sleep_for(std::chrono::milliseconds(1));
+      if (call == "lock") mu.lock();
+      if (call == "unlock") mu.unlock();
+      if (call == "done") wg.done();
+      if (call == "wait") wg.wait();
+      if (call == "allowed") {
+        // Nested calls are plain calls; queries read without the scheduler.
+        char byte = 0;
+        int fds[2];
+        if (pipe(fds) != 0 || nugo::sys::write(fds[1], "x", 1) != 1 ||
+            nugo::syscall([&] { return ::read(fds[0], &byte, 1); }) != 1)
+          std::exit(3);
+        nugo::preempt_point();
+        nugo::lock_os_thread();
+        nugo::unlock_os_thread();
+        std::printf("allowed: goroutine %lld, %d Ps, %d goroutines, len %zu, byte %c, node %d\n",
+                    static_cast<long long>(nugo::this_g::id()), nugo::gomaxprocs(),
+                    nugo::num_goroutines(), buffered.len(), byte, nugo::this_g::home_node());
+      }
+    });
+    wg.done();
+    std::puts("returned");
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,6 +337,16 @@ int main(int argc, char** argv) {
       never.recv();  // and main on a channel nobody sends to
     });
   }
+  if (std::strcmp(mode, "deadlock-many") == 0) {
+    return nugo::run([] {
+      nugo::Chan<int> work;
+      for (int i = 0; i < 1000; ++i) nugo::go([=] { wait_for_work(work); });
+      nugo::WaitGroup never;
+      never.add(1);
+      never.wait();
+    });
+  }
+  if (std::strcmp(mode, "syscall-misuse") == 0 && argc > 2) return misuse_in_syscall(argv[2]);
   if (std::strcmp(mode, "timer-not-deadlock") == 0) {
     return nugo::run([] {
       // Everything is blocked, but a timer is pending: not a deadlock.

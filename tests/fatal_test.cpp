@@ -2,6 +2,8 @@
 // exit with 2; a panicking goroutine and a stack overflow name the goroutine; misuse of a
 // channel or a lock, and the machine's limits running out (threads, address space,
 // descriptors), end in a message and a documented exit status, never a hang or a bare signal.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -43,7 +45,14 @@ TEST_CASE("a malformed environment variable is named, with exit status 2", "[fat
                  Case{"NUGO_NUMA=remote_take=all", "NUGO_NUMA"},
                  Case{"NUGO_STATS=/nonexistent/dir/s.json", "NUGO_STATS"},
                  Case{"NUGO_TRACE=/nonexistent/dir/t.json", "NUGO_TRACE"},
-                 Case{"NUGO_TRACE_MAX=1k", "NUGO_TRACE_MAX"}, Case{"NUGO_TRACE_MAX=huge", "NUGO_TRACE_MAX"}}) {
+                 Case{"NUGO_TRACE_MAX=1k", "NUGO_TRACE_MAX"}, Case{"NUGO_TRACE_MAX=huge", "NUGO_TRACE_MAX"},
+                 // Strict syntax: no spaces on either side, no sign, nothing after the unit.
+                 Case{"NUGO_PROCS=' 2'", "NUGO_PROCS"}, Case{"NUGO_PROCS='2 '", "NUGO_PROCS"},
+                 Case{"NUGO_PROCS=+2", "NUGO_PROCS"}, Case{"NUGO_STACK=' 256k'", "NUGO_STACK"},
+                 Case{"NUGO_STACK=256kx", "NUGO_STACK"}, Case{"NUGO_STACK=256ib", "NUGO_STACK"},
+                 Case{"NUGO_TIMESLICE=' 1ms'", "NUGO_TIMESLICE"},
+                 Case{"NUGO_TIMESLICE=+1ms", "NUGO_TIMESLICE"},
+                 Case{"NUGO_PREEMPT_SIGNAL=' 23'", "NUGO_PREEMPT_SIGNAL"}}) {
     INFO(c.env);
     auto r = run_child(c.env, "run");
     CHECK(r.exit_code == 2);
@@ -66,14 +75,82 @@ TEST_CASE("Config::from_env throws ConfigError naming the variable", "[fatal]") 
   CHECK_THROWS_AS(nugo::run([] {}, bad), nugo::ConfigError);
 }
 
-TEST_CASE("sizes parse like NUGO_STACK documents", "[fatal]") {
+TEST_CASE("sizes and durations parse like nugo/config.hpp documents", "[fatal]") {
+  for (const char* v : {"256k", "256K", "256kb", "256KB", "256kib", "256KiB", "262144", "262144b"}) {
+    INFO(v);
+    setenv("NUGO_STACK", v, 1);
+    CHECK(nugo::Config::from_env().stack_size == (256u << 10));
+  }
   setenv("NUGO_STACK", "1m", 1);
   CHECK(nugo::Config::from_env().stack_size == (1u << 20));
-  setenv("NUGO_STACK", "256K", 1);
-  CHECK(nugo::Config::from_env().stack_size == (256u << 10));
-  setenv("NUGO_STACK", "65536", 1);
-  CHECK(nugo::Config::from_env().stack_size == 65536u);
   unsetenv("NUGO_STACK");
+  for (const char* v : {"500us", "500\u00b5s", "500000ns"}) {
+    INFO(v);
+    setenv("NUGO_TIMESLICE", v, 1);
+    CHECK(nugo::Config::from_env().timeslice == std::chrono::microseconds(500));
+  }
+  unsetenv("NUGO_TIMESLICE");
+}
+
+TEST_CASE("an unknown NUGO_ variable is named in a warning, with the nearest known name",
+          "[fatal]") {
+  auto r = run_child("NUGO_PROC=2 NUGO_DEBG=deadlock=0 NUGO_SOMETHING_ELSE=1", "run");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("ran") != std::string::npos);
+  CHECK(r.output.find("nugo: warning: unknown environment variable NUGO_PROC (did you mean "
+                      "NUGO_PROCS?) is ignored") != std::string::npos);
+  CHECK(r.output.find("NUGO_DEBG (did you mean NUGO_DEBUG?)") != std::string::npos);
+  CHECK(r.output.find("unknown environment variable NUGO_SOMETHING_ELSE is ignored") !=
+        std::string::npos);
+  auto quiet = run_child("NUGO_PROCS=2", "run");  // known names: no warning
+  CHECK(quiet.output.find("warning") == std::string::npos);
+}
+
+TEST_CASE("a runtime call inside a nugo::syscall body is a fatal error naming the goroutine, "
+          "the call and where", "[fatal][syscall]") {
+  struct Case { const char* arg; const char* call; };
+  for (Case c : {Case{"yield", "nugo::yield"}, Case{"send", "nugo::Chan::send"},
+                 Case{"try_send", "nugo::Chan::try_send"}, Case{"recv", "nugo::Chan::recv"},
+                 Case{"try_recv", "nugo::Chan::try_recv"}, Case{"close", "nugo::Chan::close"},
+                 Case{"select", "nugo::select"}, Case{"go", "nugo::go"},
+                 Case{"after", "nugo::after or nugo::Timer"},
+                 Case{"sleep", "nugo::sleep_for/sleep_until"},
+                 Case{"lock", "nugo::Mutex::lock"}, Case{"unlock", "nugo::Mutex::unlock"},
+                 Case{"done", "nugo::WaitGroup::done"}, Case{"wait", "nugo::WaitGroup::wait"}}) {
+    INFO(c.arg);
+    for (const char* procs : {"NUGO_PROCS=1", "NUGO_PROCS=2"}) {
+      auto r = run_child(procs, std::string("syscall-misuse ") + c.arg);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find(std::string("fatal error: goroutine 1: ") + c.call +
+                          " inside a nugo::syscall body") != std::string::npos);
+      CHECK(r.output.find("goroutine 1 [running]:") != std::string::npos);
+      CHECK(r.output.find("child.cpp:") != std::string::npos);  // where: the caller's line
+      CHECK(r.output.find("returned") == std::string::npos);
+    }
+  }
+  // What the body may do: system calls (nested wrappers are plain calls), preempt_point,
+  // lock_os_thread, and queries.
+  auto r = run_child("", "syscall-misuse allowed");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("allowed: goroutine 1,") != std::string::npos);
+  CHECK(r.output.find("byte x") != std::string::npos);
+  CHECK(r.output.find("returned") != std::string::npos);
+}
+
+TEST_CASE("a deadlock report folds goroutines parked at the same place, and says where",
+          "[fatal]") {
+  auto r = run_child("NUGO_PROCS=2", "deadlock-many");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fatal error: all goroutines are asleep - deadlock!") != std::string::npos);
+  CHECK(r.output.find("goroutine 1 [sync.WaitGroup.Wait]:") != std::string::npos);
+  CHECK(r.output.find("1000 goroutines [chan receive] (goroutines 2, 3, 4 and 997 more):") !=
+        std::string::npos);
+  CHECK(r.output.find("wait_for_work") != std::string::npos);
+  CHECK(r.output.find("nugo::Chan<int>::recv() const") != std::string::npos);
+  CHECK(r.output.find("child.cpp:") != std::string::npos);
+  // One entry per place, not a line per goroutine; no runtime internals.
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') < 40);
+  CHECK(r.output.find("nugo::detail") == std::string::npos);
 }
 
 TEST_CASE("an exception escaping a goroutine ends the process naming the goroutine", "[fatal]") {

@@ -204,6 +204,7 @@ void chan_release(hchan* c) {
 }
 
 bool chansend(hchan* c, void* src, bool block) NUGO_NO_THREAD_SAFETY_ANALYSIS {
+  forbid_in_syscall_body(block ? "nugo::Chan::send" : "nugo::Chan::try_send");
   NoPreempt np;
   if (!c) {
     if (!block) return false;
@@ -239,6 +240,7 @@ bool chansend(hchan* c, void* src, bool block) NUGO_NO_THREAD_SAFETY_ANALYSIS {
 }
 
 RecvStatus chanrecv(hchan* c, void* dst, bool block) NUGO_NO_THREAD_SAFETY_ANALYSIS {
+  forbid_in_syscall_body(block ? "nugo::Chan::recv" : "nugo::Chan::try_recv");
   NoPreempt np;
   if (!c) {
     if (!block) return {false, false};
@@ -273,6 +275,7 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) NUGO_NO_THREAD_SAFETY_ANALY
 }
 
 void closechan(hchan* c) {
+  forbid_in_syscall_body("nugo::Chan::close");
   NoPreempt np;
   if (!c) throw Panic("close of nil channel");
   note_foreign_thread();
@@ -345,6 +348,7 @@ std::uint32_t select_rand() {
 }  // namespace
 
 SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
+  forbid_in_syscall_body("nugo::select");
   NoPreempt np;
   constexpr int kSmall = 16;
   int small_poll[kSmall];

@@ -1,18 +1,112 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cctype>
-#include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "nugo/config.hpp"
-#include "stack.hpp"
 
 namespace nugo {
 namespace {
 
 [[noreturn]] void bad(const char* var, const char* value, const std::string& expected) {
   throw ConfigError(std::string(var) + "=\"" + value + "\": " + expected);
+}
+
+// ---- the number syntax every NUGO_* variable shares (config.hpp) ----
+
+int lower(char c) { return std::tolower(static_cast<unsigned char>(c)); }
+
+// Decimal digits only: no sign, no space, no 0x (strtoull would skip leading spaces and take a
+// '+'). Advances p past them; false if there are none or the value overflows.
+bool parse_digits(const char*& p, unsigned long long* out) {
+  if (*p < '0' || *p > '9') return false;
+  unsigned long long v = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    unsigned d = static_cast<unsigned>(*p - '0');
+    if (v > (ULLONG_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+// A whole number of bytes with an optional binary unit, k, m or g (x1024, x1024^2, x1024^3),
+// in either case and optionally followed by b or ib: 262144, 256k, 256K, 256kb, 256KiB, 1g.
+bool parse_size(const char* text, std::size_t* out) {
+  const char* p = text;
+  unsigned long long v = 0;
+  if (!parse_digits(p, &v)) return false;
+  unsigned long long scale = 1;
+  switch (lower(*p)) {
+    case 'k': scale = 1ull << 10; break;
+    case 'm': scale = 1ull << 20; break;
+    case 'g': scale = 1ull << 30; break;
+  }
+  if (scale > 1) {
+    ++p;
+    if (lower(*p) == 'i' && lower(p[1]) == 'b') ++p;
+  }
+  if (lower(*p) == 'b') ++p;
+  if (*p != '\0' || v > ~0ull / scale) return false;
+  *out = static_cast<std::size_t>(v * scale);
+  return true;
+}
+
+// The names the runtime reads, and the one the project's scripts read (numa-check.sh).
+constexpr std::string_view kKnownVariables[] = {
+    "NUGO_PROCS",  "NUGO_STACK",    "NUGO_TOPOLOGY",       "NUGO_MODE",
+    "NUGO_BIND",   "NUGO_TIMESLICE", "NUGO_PREEMPT_SIGNAL", "NUGO_NUMA",
+    "NUGO_STATS",  "NUGO_TRACE",    "NUGO_TRACE_MAX",      "NUGO_DEBUG",
+    "NUGO_REQUIRE_VM"};
+
+// Levenshtein distance, for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A misspelled variable (NUGO_PROC) would otherwise be ignored without a word: warn about each
+// NUGO_* name nugo does not know, once per process, with the nearest known name.
+void warn_unknown_variables() {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view name(*e, std::strcspn(*e, "="));
+    if (name.substr(0, 5) != "NUGO_") continue;
+    std::string_view nearest;
+    std::size_t best = 3;  // suggest only within two edits
+    bool known = false;
+    for (std::string_view k : kKnownVariables) {
+      known = known || k == name;
+      if (std::size_t d = edit_distance(name, k); d < best) {
+        best = d;
+        nearest = k;
+      }
+    }
+    if (known) continue;
+    std::string hint = nearest.empty() ? "" : " (did you mean " + std::string(nearest) + "?)";
+    std::fprintf(stderr, "nugo: warning: unknown environment variable %.*s%s is ignored\n",
+                 static_cast<int>(name.size()), name.data(), hint.c_str());
+  }
 }
 
 // Calls setting(item, key, value) for each item of a comma-separated key=value list (the
@@ -77,14 +171,15 @@ void parse_numa(const char* v, Config& cfg) {
   });
 }
 
-// "10ms", "200us", "1s", "500000ns"; false if malformed.
+// A whole number with a unit: "10ms", "200us" (or "200µs"), "1s", "500000ns"; false if
+// malformed.
 bool parse_duration(const char* v, std::chrono::nanoseconds* out) {
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(v, &end, 10);
-  if (end == v || errno || *v == '-') return false;
+  const char* end = v;
+  unsigned long long n = 0;
+  if (!parse_digits(end, &n)) return false;
   struct Unit { const char* name; unsigned long long ns; };
-  for (Unit u : {Unit{"ns", 1}, Unit{"us", 1000}, Unit{"ms", 1000000}, Unit{"s", 1000000000}}) {
+  for (Unit u : {Unit{"ns", 1}, Unit{"us", 1000}, Unit{"\u00b5s", 1000}, Unit{"ms", 1000000},
+                 Unit{"s", 1000000000}}) {
     if (std::strcmp(end, u.name) != 0) continue;
     if (n > (1ull << 62) / u.ns) return false;
     *out = std::chrono::nanoseconds(n * u.ns);
@@ -95,9 +190,9 @@ bool parse_duration(const char* v, std::chrono::nanoseconds* out) {
 
 // "SIGURG", "URG", "sigusr2", "12"; 0 if unknown.
 int parse_signal(const char* v) {
-  char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
-  if (end != v && *end == '\0') return n > 0 && n < NSIG ? static_cast<int>(n) : 0;
+  const char* end = v;
+  unsigned long long n = 0;
+  if (parse_digits(end, &n) && *end == '\0') return n > 0 && n < NSIG ? static_cast<int>(n) : 0;
   std::string name(v);
   for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
@@ -116,19 +211,19 @@ const char* kSignalChoices = "SIGURG, SIGUSR1, SIGUSR2, SIGWINCH or a real-time 
 }  // namespace
 
 Config Config::from_env() {
+  warn_unknown_variables();
   Config cfg;
   if (const char* v = std::getenv("NUGO_PROCS")) {
-    errno = 0;
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno || n < 1 || n > kMaxProcs)
+    const char* end = v;
+    unsigned long long n = 0;
+    if (!parse_digits(end, &n) || *end != '\0' || n < 1 || n > kMaxProcs)
       bad("NUGO_PROCS", v, "expected a whole number from 1 to " + std::to_string(kMaxProcs));
     cfg.procs = static_cast<int>(n);
   }
   if (const char* v = std::getenv("NUGO_STACK")) {
     std::size_t size = 0;
-    if (!detail::parse_size(v, &size))
-      bad("NUGO_STACK", v, "expected a size such as 262144, 256k or 1m");
+    if (!parse_size(v, &size))
+      bad("NUGO_STACK", v, "expected a size such as 262144, 256k, 256kib or 1m");
     if (size < kMinStack || size > kMaxStack)
       bad("NUGO_STACK", v, "stack size must be between 16k and 1g");
     cfg.stack_size = size;
@@ -177,7 +272,7 @@ Config Config::from_env() {
   }
   if (const char* v = std::getenv("NUGO_TRACE_MAX")) {
     std::size_t size = 0;
-    if (!detail::parse_size(v, &size)) bad("NUGO_TRACE_MAX", v, "expected a size such as 256m or 1g");
+    if (!parse_size(v, &size)) bad("NUGO_TRACE_MAX", v, "expected a size such as 256m or 1g");
     if (size < kMinTraceMax) bad("NUGO_TRACE_MAX", v, "the cap must be at least 64k");
     cfg.trace_max = size;
   }

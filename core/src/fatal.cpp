@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "traceback.hpp"
+
 namespace nugo::detail {
 
 void fatal(const char* fmt, ...) {
@@ -13,6 +15,7 @@ void fatal(const char* fmt, ...) {
   std::vfprintf(stderr, fmt, args);
   va_end(args);
   std::fputc('\n', stderr);
+  print_current_traceback(stderr);  // raised on a goroutine: where
   std::fflush(stderr);
   exit_fatal();
 }

@@ -13,13 +13,17 @@
 //   idle Ms do not burn CPU when there is little to steal.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "fatal.hpp"
 #include "netpoll.hpp"
 #include "proc.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
+#include "traceback.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -38,6 +42,54 @@ int idle_ms_everywhere() {
     n += d->nmidle + d->nmidlelocked;
   }
   return n;
+}
+
+// Every waiting goroutine with where it waits, as Go's traceback shows it, but folded: the
+// goroutines waiting for the same reason at the same place are one entry with their count
+// (a thousand workers blocked on one channel are one entry, not a thousand). Entries come in
+// the order of their first goroutine's id. Each goroutine's stack is captured where it is
+// parked (traceback_parked), which leaves it unable to run again: for reports that end the
+// process. Each distinct stack is symbolized once.
+void report_waiting_goroutines(M* m) {
+  struct Entry {
+    WaitReason reason;
+    const std::string* frames;
+    std::vector<std::int64_t> ids;
+  };
+  std::map<std::vector<std::uintptr_t>, std::string> symbolized;
+  std::map<std::pair<WaitReason, std::string>, Entry> entries;
+  for (G* chunk : sched->gchunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
+      if (gp->status.load() != GStatus::waiting) continue;
+      Traceback tb;
+      traceback_parked(m, gp, &tb);
+      auto [s, fresh] = symbolized.try_emplace(std::vector<std::uintptr_t>(tb.pc, tb.pc + tb.n));
+      if (fresh) s->second = format_traceback(tb);
+      Entry& e = entries.try_emplace({gp->waitreason, s->second}, gp->waitreason, &s->second)
+                     .first->second;
+      e.ids.push_back(gp->goid);
+    }
+  std::vector<Entry*> order;
+  for (auto& [key, e] : entries) {
+    std::sort(e.ids.begin(), e.ids.end());
+    order.push_back(&e);
+  }
+  std::sort(order.begin(), order.end(),
+            [](const Entry* a, const Entry* b) { return a->ids.front() < b->ids.front(); });
+  for (const Entry* e : order) {
+    const char* frames = e->frames->empty() ? "(no symbols)\n" : e->frames->c_str();
+    if (e->ids.size() == 1) {
+      std::fprintf(stderr, "\ngoroutine %lld [%s]:\n%s", static_cast<long long>(e->ids[0]),
+                   to_string(e->reason), frames);
+      continue;
+    }
+    std::string which;  // "2, 3, 4 and 997 more"
+    for (std::size_t i = 0; i < e->ids.size() && i < 3; ++i)
+      which += (i ? ", " : "") + std::to_string(e->ids[i]);
+    if (e->ids.size() > 3) which += " and " + std::to_string(e->ids.size() - 3) + " more";
+    std::fprintf(stderr, "\n%zu goroutines [%s] (goroutines %s):\n%s", e->ids.size(),
+                 to_string(e->reason), which.c_str(), frames);
+  }
 }
 
 // Go's checkdead, for the M that found every other M idle. Called on the M's way out of the
@@ -61,11 +113,7 @@ void checkdead() {
   }
   sched->glock.lock();  // gchunks; held until exit
   std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
-  for (G* chunk : sched->gchunks)
-    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)
-      if (gp->status.load() == GStatus::waiting)
-        std::fprintf(stderr, "\ngoroutine %lld [%s]:\n", static_cast<long long>(gp->goid),
-                     to_string(gp->waitreason));
+  report_waiting_goroutines(getm());
   std::fputs("\n(nugo: if a thread outside the runtime was going to wake one of these goroutines, "
              "run with NUGO_DEBUG=deadlock=0 or Config::detect_deadlock = false)\n",
              stderr);

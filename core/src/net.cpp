@@ -42,6 +42,7 @@ class Category : public std::error_category {
       case Errc::timeout: return "i/o timeout (deadline passed)";
       case Errc::unexpected_eof: return "unexpected end of stream";
       case Errc::bad_address: return "not a numeric IP address";
+      case Errc::too_long: return "line too long (more than the reader's max_line)";
     }
     return "unknown nugo.io error";
   }

@@ -596,6 +596,7 @@ void mstart(M* m) {
 Closure* newg() {
   if (forked_child) [[unlikely]]
     forked_child_fatal("nugo::go");
+  forbid_in_syscall_body("nugo::go");
   NoPreempt np;
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
@@ -624,6 +625,29 @@ Closure* newg() {
   }
   sched->glock.unlock();
   return gp;
+}
+
+// Go's gcount, by a walk over every G: O(goroutines ever alive), for leak checks, not for
+// hot paths. A G between newg and newproc (its closure being built) is not counted yet.
+int num_goroutines() {
+  M* m = getm();
+  if (!m && !enter_foreign(false)) return 0;  // no runtime is running
+  struct Leave {
+    bool foreign;
+    ~Leave() {
+      if (foreign) leave_foreign();
+    }
+  } leave{!m};
+  NoPreempt np;
+  int n = 0;
+  sched->glock.lock();
+  for (G* chunk : sched->gchunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
+      GStatus s = gp->status.load(rlx);
+      n += s != GStatus::idle && s != GStatus::dead;
+    }
+  sched->glock.unlock();
+  return n;
 }
 
 void freeg_unstarted(Closure* c) {
@@ -848,6 +872,7 @@ const char* to_string(WaitReason r) {
 namespace nugo {
 
 void yield() {
+  detail::forbid_in_syscall_body("nugo::yield");
   if (detail::getg())
     detail::gosched();
   else

@@ -186,24 +186,5 @@ long count_mappings() {
   return n;
 }
 
-bool parse_size(const char* text, std::size_t* out) {
-  if (!text || !*text) return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || errno || text[0] == '-') return false;
-  unsigned long long scale = 1;
-  switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': scale = 1ull << 10; ++end; break;
-    case 'm': case 'M': scale = 1ull << 20; ++end; break;
-    case 'g': case 'G': scale = 1ull << 30; ++end; break;
-    default: return false;
-  }
-  if (*end == 'b' || *end == 'B') ++end;
-  if (*end != '\0' || v > (~0ull) / scale) return false;
-  *out = static_cast<std::size_t>(v * scale);
-  return true;
-}
 
 }  // namespace nugo::detail

@@ -106,7 +106,4 @@ class StackPool {
 // The process's current number of memory mappings (lines of /proc/self/maps).
 long count_mappings();
 
-// Parses the size syntax of NUGO_STACK: "262144", "256k", "1m", "1g" (case-insensitive).
-bool parse_size(const char* text, std::size_t* out);
-
 }  // namespace nugo::detail

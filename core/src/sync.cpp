@@ -196,12 +196,14 @@ void Mutex::unlock_slow(std::int32_t now) {
 // ---- RWMutex ----
 
 void RWMutex::lock_shared() {
+  detail::forbid_in_syscall_body("nugo::RWMutex::lock_shared");
   detail::NoPreempt np;
   if (reader_count_.fetch_add(1, std::memory_order_acquire) + 1 < 0)
     reader_sem_.acquire(false, static_cast<int>(detail::WaitReason::rwmutex_read));
 }
 
 void RWMutex::unlock_shared() {
+  detail::forbid_in_syscall_body("nugo::RWMutex::unlock_shared");
   detail::NoPreempt np;
   std::int32_t r = reader_count_.fetch_sub(1, std::memory_order_release) - 1;
   if (r >= 0) return;
@@ -210,6 +212,7 @@ void RWMutex::unlock_shared() {
 }
 
 void RWMutex::lock() {
+  detail::forbid_in_syscall_body("nugo::RWMutex::lock");
   detail::NoPreempt np;
   w_.lock();
   // Announce the writer; r is the number of readers still inside.
@@ -219,6 +222,7 @@ void RWMutex::lock() {
 }
 
 void RWMutex::unlock() {
+  detail::forbid_in_syscall_body("nugo::RWMutex::unlock");
   detail::NoPreempt np;
   std::int32_t r = reader_count_.fetch_add(kMaxReaders, std::memory_order_release) + kMaxReaders;
   if (r >= kMaxReaders) detail::fatal("sync: Unlock of unlocked RWMutex");
@@ -230,6 +234,7 @@ void RWMutex::unlock() {
 // parking count: the waiter checks its ticket against notify_ before parking. ----
 
 void Cond::require_goroutine() {
+  detail::forbid_in_syscall_body("nugo::Cond::wait");
   if (!detail::getg()) throw std::logic_error("nugo::Cond::wait: not called from a goroutine");
 }
 
@@ -250,6 +255,7 @@ void Cond::wait_ticket(std::uint32_t ticket) {
 }
 
 void Cond::signal() {
+  detail::forbid_in_syscall_body("nugo::Cond::signal");
   detail::NoPreempt np;
   if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
   detail::spin_lock(lock_);
@@ -274,6 +280,7 @@ void Cond::signal() {
 }
 
 void Cond::broadcast() {
+  detail::forbid_in_syscall_body("nugo::Cond::broadcast");
   detail::NoPreempt np;
   if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
   detail::spin_lock(lock_);

@@ -36,6 +36,7 @@ void entersyscall(bool block) {
   m->oldp = pp;
   m->p = nullptr;
   std::atomic_ref<M*>(pp->m).store(nullptr, rlx);
+  in_syscall_body = true;
   if (!block) {
     pp->status.store(PStatus::syscall, std::memory_order_release);
     return;
@@ -72,6 +73,7 @@ Next exitsyscall0(M* m, G* gp) {
 
 void exitsyscall() {
   NoPreempt np;
+  in_syscall_body = false;  // still on the thread that entered: the body never switches
   M* m = getm();
   G* gp = m->curg;
   P* oldp = m->oldp;
@@ -91,6 +93,14 @@ void exitsyscall() {
   traceev(Ev::syscall_exit, pp->id, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
   pp->syscalltick.store(pp->syscalltick.load(rlx) + 1, rlx);
   gp->status.store(GStatus::running, rlx);
+}
+
+void syscall_body_misuse(const char* call) {
+  G* gp = getg();
+  fatal("goroutine %lld: %s inside a nugo::syscall body. The body holds no P (to the "
+        "scheduler it is in the kernel): it may make system calls and run plain code, but not "
+        "call into the scheduler (nugo/syscall.hpp lists what is allowed)",
+        gp ? static_cast<long long>(gp->goid) : 0LL, call);
 }
 
 }  // namespace nugo::detail

@@ -25,6 +25,7 @@ std::int64_t to_ns(Clock::time_point t) {
 // switched away (in gopark's unlock function), so its firing cannot ready a goroutine that is
 // still running.
 void sleep_until_ns(std::int64_t when) {
+  forbid_in_syscall_body("nugo::sleep_for/sleep_until");
   NoPreempt np;
   if (!getg()) {
     std::this_thread::sleep_until(to_time_point(when));
@@ -106,6 +107,7 @@ bool lock_and_dequeue(ChanTimer* ct) NUGO_ACQUIRE(ct->mu) {
 }  // namespace
 
 ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, std::int64_t period) {
+  forbid_in_syscall_body(period ? "nugo::Ticker" : "nugo::after or nugo::Timer");
   NoPreempt np;
   auto* ct = new ChanTimer(c);
   ct->period = period;
@@ -118,6 +120,7 @@ ChanTimer* new_chan_timer(const Chan<Clock::time_point>& c, std::int64_t when, s
 }
 
 bool stop_chan_timer(ChanTimer* ct) {
+  forbid_in_syscall_body("stopping or destroying a nugo::Timer or nugo::Ticker");
   NoPreempt np;
   bool was_pending = lock_and_dequeue(ct);
   ct->stopped = true;
@@ -127,6 +130,7 @@ bool stop_chan_timer(ChanTimer* ct) {
 }
 
 bool reset_chan_timer(ChanTimer* ct, std::int64_t when, std::int64_t period) {
+  forbid_in_syscall_body("nugo::Timer::reset or nugo::Ticker::reset");
   NoPreempt np;
   bool was_pending = lock_and_dequeue(ct);
   if (!was_pending) ct->refs.fetch_add(1, std::memory_order_relaxed);  // a new heap reference

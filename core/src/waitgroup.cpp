@@ -10,7 +10,9 @@
 //     counted (it arrived during the release), spins until the waiter count reads zero.
 #include "nugo/waitgroup.hpp"
 
-#include <stdexcept>
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "fatal.hpp"
 #include "preempt.hpp"
@@ -21,6 +23,7 @@ using detail::spin_lock;
 using detail::spin_unlock;
 
 void WaitGroup::add(std::int64_t delta) {
+  detail::forbid_in_syscall_body(delta == -1 ? "nugo::WaitGroup::done" : "nugo::WaitGroup::add");
   detail::NoPreempt np;
   detail::note_foreign_thread();
   std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
@@ -52,8 +55,9 @@ void WaitGroup::add(std::int64_t delta) {
 }
 
 void WaitGroup::wait() {
+  detail::forbid_in_syscall_body("nugo::WaitGroup::wait");
+  if (!detail::getg()) return wait_on_thread();
   detail::NoPreempt np;
-  if (!detail::getg()) throw std::logic_error("nugo::WaitGroup::wait: not called from a goroutine");
   std::uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
     if (static_cast<std::int32_t>(state >> 32) == 0) {
@@ -71,6 +75,22 @@ void WaitGroup::wait_release_done() {
   detail::NoPreempt np;
   while (static_cast<std::uint32_t>(state_.load(std::memory_order_acquire)) != 0)
     detail::cpu_relax();
+}
+
+// A plain thread cannot park: it polls the counter, napping twice as long each time, up to
+// 1 ms. It is not counted as a waiter, so the waker never waits for it; it only has to let a
+// release in progress finish, as a goroutine that saw the counter at zero does.
+void WaitGroup::wait_on_thread() {
+  auto nap = std::chrono::microseconds(1);
+  for (;;) {
+    std::uint64_t state = state_.load(std::memory_order_acquire);
+    if (static_cast<std::int32_t>(state >> 32) == 0) {
+      if (static_cast<std::uint32_t>(state) != 0) wait_release_done();
+      return;
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, decltype(nap)(1000));
+  }
 }
 
 void WaitGroup::sema_acquire() {

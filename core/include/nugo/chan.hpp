@@ -1,4 +1,4 @@
-// nugo::Chan<T> and nugo::select: Go's channels.
+// nugo::Chan<T>, nugo::select and nugo::select_value: Go's channels.
 //
 //   nugo::Chan<int> ch;          // unbuffered (make(chan int))
 //   nugo::Chan<int> jobs(100);   // buffered
@@ -10,6 +10,11 @@
 //       nugo::on_send(results, 7, [] { /* sent */ }),
 //       nugo::on_recv(nugo::after(100ms), [](auto) { /* timed out */ }),
 //       nugo::on_default([] { /* nothing was ready */ }));
+//
+//   // select_value: the chosen handler's result, as the handlers' common type.
+//   int v = nugo::select_value(
+//       nugo::on_recv(jobs, [](std::optional<int> j) { return j.value_or(-1); }),  // -1: closed
+//       nugo::on_recv(nugo::after(100ms), [](auto) { return 0; }));
 //
 // A Chan is a handle: copies refer to the same channel. Sending on a closed channel and
 // closing a closed channel throw nugo::Panic in the offending goroutine (an uncaught Panic ends
@@ -184,32 +189,38 @@ struct CaseChan {
   CaseChan(CaseChan&& o) noexcept : owned(std::move(o.owned)), c(o.c) {}
 };
 
+// A case's complete() runs its handler once the case is chosen and returns the handler's
+// result (result_type): select drops it, select_value returns it.
 template <class T, class F>
 struct RecvCase {
+  using result_type = std::invoke_result_t<F&, std::optional<T>>;
   CaseChan<T> ch;
   F f;
   alignas(T) unsigned char storage[sizeof(T)];
   detail::SelectCase as_case() { return {ch.c, storage, false}; }
-  void complete(bool ok) {
+  result_type complete(bool ok) {
     if (ok)
-      f(detail::take<T>(storage));
+      return f(detail::take<T>(storage));
     else
-      f(std::optional<T>{});
+      return f(std::optional<T>{});
   }
 };
 
 template <class T, class F>
 struct SendCase {
+  using result_type = std::invoke_result_t<F&>;
   CaseChan<T> ch;
   T value;
   F f;
   detail::SelectCase as_case() { return {ch.c, &value, true}; }
-  void complete(bool) { f(); }
+  result_type complete(bool) { return f(); }
 };
 
 template <class F>
 struct DefaultCase {
+  using result_type = std::invoke_result_t<F&>;
   F f;
+  result_type complete(bool) { return f(); }
 };
 
 // case v, ok := <-ch: f receives std::optional<T> (empty: closed).
@@ -234,25 +245,28 @@ template <class C>
 struct is_default_case : std::false_type {};
 template <class F>
 struct is_default_case<DefaultCase<F>> : std::true_type {};
-}  // namespace detail
 
-// Go's select: blocks until one case can proceed (or, with on_default, runs the default when
-// none can), chooses uniformly at random among the ready cases, runs that case's handler and
-// returns its position among the arguments.
+struct Choice {
+  int position;  // the chosen case's position among the arguments
+  bool recv_ok;  // a chosen receive got a value (false: its channel is closed)
+};
+
+// What select and select_value share: gathers the channel cases and lets selectgo choose
+// (blocking unless there is a default case). No handler has run yet.
 template <class... Cases>
-int select(Cases&&... cases) {
-  constexpr int kDefaults = (detail::is_default_case<std::decay_t<Cases>>::value + ... + 0);
-  static_assert(kDefaults <= 1, "nugo::select: at most one on_default case");
+Choice choose(Cases&... cases) {
+  constexpr int kDefaults = (is_default_case<std::decay_t<Cases>>::value + ... + 0);
+  static_assert(kDefaults <= 1, "nugo::select, select_value: at most one on_default case");
   constexpr int kCases = sizeof...(Cases) - kDefaults;
   auto all = std::forward_as_tuple(cases...);
 
-  detail::SelectCase sc[kCases > 0 ? kCases : 1];
+  SelectCase sc[kCases > 0 ? kCases : 1];
   int position[kCases > 0 ? kCases : 1];  // argument position of each channel case
   int default_position = -1;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     int n = 0;
     auto add = [&](auto& c, int pos) {
-      if constexpr (detail::is_default_case<std::decay_t<decltype(c)>>::value) {
+      if constexpr (is_default_case<std::decay_t<decltype(c)>>::value) {
         default_position = pos;
       } else {
         sc[n] = c.as_case();
@@ -262,19 +276,63 @@ int select(Cases&&... cases) {
     (add(std::get<I>(all), static_cast<int>(I)), ...);
   }(std::index_sequence_for<Cases...>{});
 
-  detail::SelectResult r = detail::selectgo(sc, kCases, kDefaults == 0);
-  int chosen = r.index < 0 ? default_position : position[r.index];
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto run = [&](auto& c, int pos) {
-      if (pos != chosen) return;
-      if constexpr (detail::is_default_case<std::decay_t<decltype(c)>>::value)
-        c.f();
-      else
-        c.complete(r.recv_ok);
-    };
-    (run(std::get<I>(all), static_cast<int>(I)), ...);
-  }(std::index_sequence_for<Cases...>{});
-  return chosen;
+  SelectResult r = selectgo(sc, kCases, kDefaults == 0);
+  return {r.index < 0 ? default_position : position[r.index], r.recv_ok};
+}
+
+// Runs the handler of the case at position `chosen` and returns its result as R (R void:
+// dropped). The handler's result initializes R directly: R is built once, may be move-only,
+// and need not even be movable when the handler returns exactly R. A chain of comparisons
+// against constants; the last case needs none, as one case was chosen.
+template <class R, int I = 0, class C, class... Rest>
+R complete_chosen(int chosen, bool recv_ok, C& c, Rest&... rest) {
+  if constexpr (sizeof...(Rest) > 0) {
+    if (chosen != I) return complete_chosen<R, I + 1>(chosen, recv_ok, rest...);
+  }
+  if constexpr (std::is_void_v<R>)
+    static_cast<void>(c.complete(recv_ok));
+  else
+    return c.complete(recv_ok);
+}
+
+template <class... Ts>
+concept have_common_type = requires { typename std::common_type_t<Ts...>; };
+}  // namespace detail
+
+// Go's select: blocks until one case can proceed (or, with on_default, runs the default when
+// none can), chooses uniformly at random among the ready cases, runs that case's handler and
+// returns its position among the arguments. Handlers' results are ignored.
+template <class... Cases>
+int select(Cases&&... cases) {
+  detail::Choice chosen = detail::choose(cases...);
+  if constexpr (sizeof...(Cases) > 0)
+    detail::complete_chosen<void>(chosen.position, chosen.recv_ok, cases...);
+  return chosen.position;
+}
+
+// select that returns the chosen handler's result, converted to the common type of all the
+// handlers' results (std::common_type_t, so decayed: a handler returning a reference gives a
+// copy). Every case needs a handler that returns a value: on_recv's is called with
+// std::optional<T> (empty: closed), on_send's and on_default's with nothing.
+template <class... Cases>
+auto select_value(Cases&&... cases) {
+  static_assert(sizeof...(Cases) > 0, "nugo::select_value: needs at least one case");
+  constexpr bool kVoid = (std::is_void_v<typename std::decay_t<Cases>::result_type> || ...);
+  static_assert(!kVoid,
+                "nugo::select_value: every case needs a handler that returns a value (on_recv(ch) "
+                "and on_send(ch, v) without one return nothing; nugo::select ignores results)");
+  constexpr bool kCommon =
+      detail::have_common_type<typename std::decay_t<Cases>::result_type...>;
+  static_assert(sizeof...(Cases) == 0 || kVoid || kCommon,
+                "nugo::select_value: the handlers' results have no common type "
+                "(std::common_type_t); make them return one type");
+  if constexpr (sizeof...(Cases) == 0 || kVoid || !kCommon) {
+    return;  // the static_asserts above say why
+  } else {
+    using R = std::common_type_t<typename std::decay_t<Cases>::result_type...>;
+    detail::Choice chosen = detail::choose(cases...);
+    return detail::complete_chosen<R>(chosen.position, chosen.recv_ok, cases...);
+  }
 }
 
 }  // namespace nugo

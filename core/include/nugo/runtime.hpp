@@ -90,6 +90,18 @@ Closure* make_goroutine(F&& f) {
 void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_bad_config);
 Config config_from_env_or_exit();
 int gomaxprocs();
+int num_goroutines();
+
+// True on the thread of a goroutine that is inside a nugo::syscall body (syscall.hpp). There
+// the goroutine holds no P: to the scheduler it is in the kernel. Every call into the
+// scheduler checks this first, and a call from there is a fatal error naming the goroutine
+// and the call. Set and cleared by the goroutine's own thread, which the body never leaves.
+inline thread_local bool in_syscall_body = false;
+[[noreturn]] void syscall_body_misuse(const char* call);
+inline void forbid_in_syscall_body(const char* call) {
+  if (in_syscall_body) [[unlikely]]
+    syscall_body_misuse(call);
+}
 
 template <class F>
 int run(F& main, const Config& cfg, bool exit_on_bad_config) {
@@ -163,6 +175,12 @@ void unlock_os_thread();
 
 // The number of Ps of the running runtime (Go's runtime.GOMAXPROCS(0)), or 0 if none runs.
 inline int gomaxprocs() { return detail::gomaxprocs(); }
+
+// The number of goroutines that exist (Go's runtime.NumGoroutine): runnable, running, in a
+// system call or blocked; the main goroutine counts. 0 if the runtime is not running. Exact
+// when nothing is being started or ending meanwhile; for leak checks in tests:
+//   int before = nugo::num_goroutines(); ...; wait until nugo::num_goroutines() == before.
+inline int num_goroutines() { return detail::num_goroutines(); }
 
 namespace this_g {
 // The calling goroutine's id (the main goroutine is 1), or 0 outside any goroutine.

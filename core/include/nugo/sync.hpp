@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "nugo/runtime.hpp"
+
 namespace nugo {
 namespace detail {
 
@@ -37,16 +39,21 @@ class Sema {
 class Mutex {
  public:
   void lock() {
+    detail::forbid_in_syscall_body("nugo::Mutex::lock");
     std::int32_t unlocked = 0;
     if (state_.compare_exchange_strong(unlocked, kLocked, std::memory_order_acquire)) return;
     lock_slow();
+    // Not a tail call: a deadlock report then shows the caller's frame (traceback.hpp).
+    asm volatile("");
   }
   bool try_lock() {
+    detail::forbid_in_syscall_body("nugo::Mutex::try_lock");
     std::int32_t old = state_.load(std::memory_order_relaxed);
     if (old & (kLocked | kStarving)) return false;
     return state_.compare_exchange_strong(old, old | kLocked, std::memory_order_acquire);
   }
   void unlock() {
+    detail::forbid_in_syscall_body("nugo::Mutex::unlock");
     std::int32_t now = state_.fetch_sub(kLocked, std::memory_order_release) - kLocked;
     if (now != 0) unlock_slow(now);
   }
@@ -81,7 +88,7 @@ class Cond {
  public:
   template <class L>
   void wait(L& l) {
-    require_goroutine();
+    require_goroutine();  // and not in a syscall body
     std::uint32_t ticket = add_waiter();
     l.unlock();
     wait_ticket(ticket);

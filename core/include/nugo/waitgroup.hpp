@@ -1,5 +1,5 @@
 // nugo::WaitGroup: Go's sync.WaitGroup. wait() parks the goroutine (its M runs other work);
-// add() and done() may be called from goroutines and from plain threads.
+// add(), done() and wait() may be called from goroutines and from plain threads.
 #pragma once
 
 #include <atomic>
@@ -18,11 +18,13 @@ class WaitGroup {
   // counter reaches zero every waiter is made runnable.
   void add(std::int64_t delta);
   void done() { add(-1); }
-  // Blocks the calling goroutine until the counter is zero. The WaitGroup may be destroyed
-  // as soon as wait() returns. Must be called from a goroutine (else std::logic_error).
+  // Blocks the calling goroutine until the counter is zero; returns at once if it is zero.
+  // The WaitGroup may be destroyed as soon as wait() returns. On a plain thread (no
+  // goroutine) it polls the counter with naps of up to 1 ms instead of parking.
   void wait();
 
  private:
+  void wait_on_thread();
   void sema_acquire();
   void wait_release_done();
   // Go's layout: counter in the high 32 bits, number of waiters in the low 32, so that the

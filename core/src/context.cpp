@@ -1,0 +1,239 @@
+// nugo::Context (nugo/context.hpp): Go's cancelCtx and timerCtx in one state object.
+//
+// The tree: a cancelable context registers with its nearest cancelable ancestor's children
+// (background has none), and the ancestor's cancel cancels them in turn, with its own error.
+// Locks are taken parent before child (cancel holds a context's lock while it cancels its
+// children); a context leaving its parent (cancelled by itself, or destroyed) takes the
+// parent's lock only after releasing its own.
+//
+// The deadline is a runtime timer (timer.hpp) whose callback runs on some M's g0 and cancels.
+// The timer holds a reference to the state (a heap-allocated Fire), so the state outlives a
+// firing under way; whoever takes the timer out of the heap, the cancel (deltimer) or the
+// firing, frees the Fire.
+#include "nugo/context.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+#include <vector>
+
+#include "futex.hpp"
+#include "preempt.hpp"
+#include "sched.hpp"
+#include "timer.hpp"
+#include "tsa.hpp"
+
+namespace nugo {
+namespace {
+
+class ContextCategory : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "nugo.context"; }
+  std::string message(int e) const override {
+    switch (static_cast<ContextErrc>(e)) {
+      case ContextErrc::canceled: return "context canceled";
+      case ContextErrc::deadline_exceeded: return "context deadline exceeded";
+    }
+    return "unknown context error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& context_category() noexcept {
+  static const ContextCategory category;
+  return category;
+}
+
+namespace detail {
+
+// with_stop_token's stop callback: cancels, holding a reference for the time of the call. It
+// holds none in between (the state owns the callback); a state whose last reference is gone
+// is being destroyed, and its destructor waits for this call to return before it goes on.
+struct CancelOnStop {
+  ContextState* state;
+  void operator()() const noexcept;
+};
+
+struct ContextState : std::enable_shared_from_this<ContextState> {
+  // The timer's reference: freed by whoever dequeues the timer (see the file comment).
+  struct Fire {
+    Timer t;
+    std::shared_ptr<ContextState> state;
+  };
+
+  ContextState(std::shared_ptr<ContextState> parent, std::int64_t deadline)
+      : parent(std::move(parent)), deadline(deadline) {}
+
+  ~ContextState() {
+    // The stop callback first: its destructor waits for a call under way on another thread,
+    // which still uses this state.
+    stop.reset();
+    if (parent) parent->remove_child(this);
+  }
+
+  // Registers with the parent, or takes its cancellation over at once.
+  void attach() {
+    if (!parent) return;
+    std::error_code parent_err;
+    {
+      NoPreempt np;
+      parent->mu.lock();
+      parent_err = parent->err_locked;
+      if (!parent_err) parent->children.insert(this);
+      parent->mu.unlock();
+    }
+    if (parent_err) cancel(parent_err, false);
+  }
+
+  void remove_child(ContextState* child) {
+    NoPreempt np;
+    mu.lock();
+    children.erase(child);
+    mu.unlock();
+  }
+
+  // Go's cancelCtx.cancel: the first call sets err, closes done, stops the timer and cancels
+  // the children (with the same error); later calls do nothing. The caller holds a reference.
+  //
+  // The children are cancelled after mu is released, each through a reference of its own:
+  // dropping the last reference to a child (held by its timer, say) destroys it, and its
+  // destructor takes our lock to leave. A child whose last reference is already gone is being
+  // destroyed, so it is skipped. A child attaching after err is set cancels itself (attach).
+  void cancel(std::error_code why, bool leave_parent) {
+    Fire* dequeued = nullptr;
+    std::vector<std::shared_ptr<ContextState>> kids;
+    {
+      NoPreempt np;
+      mu.lock();
+      if (err_locked) {
+        mu.unlock();
+        return;
+      }
+      err_locked = why;
+      errc.store(why.value(), std::memory_order_release);
+      done.close();
+      for (ContextState* child : children)
+        if (auto kid = child->weak_from_this().lock()) kids.push_back(std::move(kid));
+      children.clear();
+      if (fire && deltimer(&fire->t)) dequeued = fire;  // else it fired, or is firing now
+      fire = nullptr;
+      mu.unlock();
+    }
+    for (const auto& kid : kids) kid->cancel(why, false);
+    delete dequeued;  // its reference to us: not the last
+    if (leave_parent && parent) parent->remove_child(this);
+  }
+
+  void arm_timer() {
+    auto* f = new Fire{{}, shared_from_this()};
+    f->t.when = deadline;
+    f->t.f = [](void* arg, std::int64_t) {
+      std::unique_ptr<Fire> self(static_cast<Fire*>(arg));  // dequeued by the firing: ours
+      self->state->cancel(ContextErrc::deadline_exceeded, true);
+    };
+    f->t.discard = discard_timer;
+    f->t.arg = f;
+    NoPreempt np;
+    mu.lock();
+    if (err_locked) {  // cancelled meanwhile (its parent was): no timer
+      mu.unlock();
+      delete f;
+      return;
+    }
+    fire = f;
+    addtimer(&f->t);  // may fire on another M at once: it cancels, which waits for mu
+    mu.unlock();
+  }
+
+  // The runtime stopped with the timer pending: the deadline will not cancel this context.
+  static void discard_timer(void* arg) {
+    std::unique_ptr<Fire> f(static_cast<Fire*>(arg));
+    ContextState* s = f->state.get();
+    NoPreempt np;
+    s->mu.lock();
+    if (s->fire == f.get()) s->fire = nullptr;
+    s->mu.unlock();
+  }
+
+  static CancelFunc cancel_func(const std::shared_ptr<ContextState>& s) { return CancelFunc(s); }
+  static Context context(std::shared_ptr<ContextState> s) { return Context(std::move(s)); }
+  static const std::shared_ptr<ContextState>& of(const Context& c) { return c.s_; }
+
+  const std::shared_ptr<ContextState> parent;  // nearest cancelable ancestor, or null
+  const std::int64_t deadline;                 // 0: none
+  Chan<Signal> done;
+  std::atomic<int> errc{0};  // err's value, for err() without the lock; 0 while live
+  SpinLock mu;
+  std::error_code err_locked NUGO_GUARDED_BY(mu);
+  std::unordered_set<ContextState*> children NUGO_GUARDED_BY(mu);
+  Fire* fire NUGO_GUARDED_BY(mu) = nullptr;
+  std::optional<std::stop_callback<CancelOnStop>> stop;
+};
+
+void CancelOnStop::operator()() const noexcept {
+  if (auto keep = state->weak_from_this().lock()) keep->cancel(ContextErrc::canceled, true);
+}
+
+namespace {
+
+std::shared_ptr<ContextState> derive(const Context& parent, std::int64_t deadline) {
+  const std::shared_ptr<ContextState>& p = ContextState::of(parent);
+  if (p && p->deadline != 0 && (deadline == 0 || p->deadline <= deadline))
+    deadline = p->deadline;  // the parent's comes first: it cancels us then
+  return std::make_shared<ContextState>(p, deadline);
+}
+
+WithCancel finish(const std::shared_ptr<ContextState>& s) {
+  s->attach();
+  return {ContextState::context(s), ContextState::cancel_func(s)};
+}
+
+}  // namespace
+}  // namespace detail
+
+const Chan<Signal>& Context::done() const {
+  static const Chan<Signal> never = Chan<Signal>::nil();
+  return s_ ? s_->done : never;
+}
+
+std::error_code Context::err() const {
+  int e = s_ ? s_->errc.load(std::memory_order_acquire) : 0;
+  return e ? std::error_code(static_cast<ContextErrc>(e)) : std::error_code();
+}
+
+std::optional<Clock::time_point> Context::deadline() const {
+  if (!s_ || s_->deadline == 0) return std::nullopt;
+  return Clock::time_point(std::chrono::nanoseconds(s_->deadline));
+}
+
+void CancelFunc::operator()() const {
+  if (s_) s_->cancel(ContextErrc::canceled, true);
+}
+
+WithCancel with_cancel(const Context& parent) { return detail::finish(detail::derive(parent, 0)); }
+
+WithCancel with_deadline(const Context& parent, Clock::time_point d) {
+  if (gomaxprocs() == 0)
+    throw std::logic_error("nugo::with_deadline: the runtime is not running (its timer is a "
+                           "runtime timer)");
+  std::int64_t when = std::max<std::int64_t>(detail::to_ns(d), 1);
+  auto s = detail::derive(parent, when);
+  bool own_deadline = s->deadline == when;
+  WithCancel r = detail::finish(s);
+  if (!own_deadline) return r;  // the parent's deadline cancels us first
+  if (when <= detail::nanotime())
+    s->cancel(ContextErrc::deadline_exceeded, true);
+  else
+    s->arm_timer();
+  return r;
+}
+
+WithCancel with_stop_token(const Context& parent, std::stop_token token) {
+  auto s = detail::derive(parent, 0);
+  WithCancel r = detail::finish(s);
+  s->stop.emplace(std::move(token), detail::CancelOnStop{s.get()});
+  return r;
+}
+
+}  // namespace nugo

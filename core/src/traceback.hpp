@@ -1,0 +1,47 @@
+// Tracebacks for fatal reports: where a goroutine is (Go's traceback, in C++ terms).
+//
+// A stack is captured as return addresses with the unwinder (_Unwind_Backtrace, the DWARF
+// call-frame information every x86-64 object carries), and symbolized only when printed, with
+// libbacktrace (GCC's, from libgcc-12-dev): function, file and line, inlined frames included,
+// from the binary's debug information; without it, the symbol table's names.
+//
+// A parked goroutine is captured in place: traceback_parked switches to its saved context
+// with Boost.Context's ontop_fcontext, which runs a function on top of that stack as if the
+// goroutine's own switch had called it. The unwinder then walks the goroutine's frames as
+// they are. The goroutine is never resumed: this is for reports that end the process.
+//
+// Nothing here runs on a fast path: capturing costs microseconds, symbolizing milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace nugo::detail {
+
+struct G;
+struct M;
+
+struct Traceback {
+  static constexpr int kMaxFrames = 48;
+  std::uintptr_t pc[kMaxFrames];  // return addresses, innermost first
+  int n = 0;
+};
+
+// The calling thread's stack, from the caller of this function.
+void traceback_here(Traceback* tb);
+
+// A goroutine that is parked (waiting) and will never run again, captured from the scheduler
+// side of M m (its g0, or any stack other than gp's). The process must end afterwards.
+void traceback_parked(M* m, G* gp, Traceback* tb);
+
+// The frames of tb that are the program's code, as Go prints them: the function on one line,
+// then its file and line indented (frames inside the runtime, nugo::detail, are left out; the
+// public templates a program calls, like nugo::Chan<T>::recv, are kept). At most max_frames
+// frames; "..." after them if there were more. Empty if nothing could be symbolized.
+std::string format_traceback(const Traceback& tb, int max_frames = 16);
+
+// "goroutine N [what]:" and the frames, for a fatal error raised on a goroutine's stack.
+void print_current_traceback(std::FILE* out);
+
+}  // namespace nugo::detail

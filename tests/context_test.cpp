@@ -1,0 +1,298 @@
+// The library as a C++ program uses it (issue 15): nugo::Context after Go's context package
+// tests (context_test.go: cancellation, propagation to children, deadlines), its bridge to
+// std::stop_token, num_goroutines, and WaitGroup::wait on a plain thread. Run at NUGO_PROCS
+// 1, 2 and 8 like every scheduler test.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nugo/nugo.hpp>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Waits (parked) until ctx is cancelled; true if it was within `limit`.
+bool cancelled_within(const nugo::Context& ctx, std::chrono::milliseconds limit) {
+  return nugo::select(nugo::on_recv(ctx.done()), nugo::on_recv(nugo::after(limit))) == 0;
+}
+
+// Waits until n goroutines exist; false after 10 s (a leak).
+bool goroutines_settle_to(int n) {
+  for (int i = 0; i < 10000; ++i) {
+    if (nugo::num_goroutines() == n) return true;
+    nugo::sleep_for(1ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("background is never cancelled and its done channel is never ready", "[sched][context]") {
+  nugo::run([] {
+    nugo::Context bg = nugo::Context::background();
+    CHECK_FALSE(bg.err());
+    CHECK_FALSE(bg.deadline());
+    CHECK(nugo::select(nugo::on_recv(bg.done()), nugo::on_default()) == 1);
+    CHECK(bg == nugo::Context());
+  });
+}
+
+TEST_CASE("cancel closes done, sets err and wakes every waiter (TestWithCancel)", "[sched][context]") {
+  nugo::run([] {
+    auto [ctx, cancel] = nugo::with_cancel(nugo::Context::background());
+    CHECK_FALSE(ctx.err());
+    CHECK(nugo::select(nugo::on_recv(ctx.done()), nugo::on_default()) == 1);
+    constexpr int kWaiters = 20;
+    std::atomic<int> woken{0};
+    nugo::WaitGroup wg;
+    wg.add(kWaiters);
+    for (int i = 0; i < kWaiters; ++i)
+      nugo::go([&, c = ctx] {
+        CHECK_FALSE(c.done().recv());  // closed: no value
+        CHECK(c.err() == nugo::ContextErrc::canceled);
+        ++woken;
+        wg.done();
+      });
+    nugo::yield();
+    cancel();
+    cancel();  // a second call does nothing
+    wg.wait();
+    CHECK(woken.load() == kWaiters);
+    CHECK(ctx.err() == nugo::ContextErrc::canceled);
+    CHECK(ctx.err().message() == "context canceled");
+  });
+}
+
+TEST_CASE("cancelling a parent cancels its whole subtree, not its parent (TestParentFinishesChild)",
+          "[sched][context]") {
+  nugo::run([] {
+    auto [root, cancel_root] = nugo::with_cancel({});
+    auto [parent, cancel_parent] = nugo::with_cancel(root);
+    auto [child, cancel_child] = nugo::with_cancel(parent);
+    auto [grandchild, cancel_grandchild] = nugo::with_cancel(child);
+    auto [sibling, cancel_sibling] = nugo::with_cancel(root);
+    cancel_parent();
+    CHECK(parent.err() == nugo::ContextErrc::canceled);
+    CHECK(child.err() == nugo::ContextErrc::canceled);
+    CHECK(grandchild.err() == nugo::ContextErrc::canceled);
+    CHECK(cancelled_within(grandchild, 1000ms));
+    CHECK_FALSE(root.err());
+    CHECK_FALSE(sibling.err());
+    // A child of a cancelled context is born cancelled, with the parent's error.
+    auto [late, cancel_late] = nugo::with_cancel(child);
+    CHECK(late.err() == nugo::ContextErrc::canceled);
+    cancel_root();
+    CHECK(sibling.err() == nugo::ContextErrc::canceled);
+    cancel_child();  // harmless after the fact
+    cancel_grandchild();
+    cancel_sibling();
+    cancel_late();
+  });
+}
+
+TEST_CASE("a child cancelled on its own leaves its parent live (TestChildFinishesFirst)",
+          "[sched][context]") {
+  nugo::run([] {
+    auto [parent, cancel_parent] = nugo::with_cancel({});
+    for (int i = 0; i < 100; ++i) {
+      auto [child, cancel_child] = nugo::with_cancel(parent);
+      cancel_child();
+      CHECK(child.err() == nugo::ContextErrc::canceled);
+    }
+    {  // dropped without cancel: it unlinks itself when its last handle goes
+      auto dropped = nugo::with_cancel(parent);
+    }
+    CHECK_FALSE(parent.err());
+    cancel_parent();
+  });
+}
+
+TEST_CASE("a deadline cancels with deadline_exceeded, and so does the parent's (TestDeadline)",
+          "[sched][context]") {
+  nugo::run([] {
+    auto start = nugo::Clock::now();
+    auto [ctx, cancel] = nugo::with_timeout(nugo::Context::background(), 20ms);
+    REQUIRE(ctx.deadline());
+    CHECK(*ctx.deadline() >= start + 20ms);
+    CHECK(cancelled_within(ctx, 10000ms));
+    CHECK(nugo::Clock::now() >= start + 20ms);  // not before its time
+    CHECK(ctx.err() == nugo::ContextErrc::deadline_exceeded);
+    CHECK(ctx.err().message() == "context deadline exceeded");
+    cancel();  // after the deadline: keeps deadline_exceeded
+    CHECK(ctx.err() == nugo::ContextErrc::deadline_exceeded);
+
+    // A child inherits the earlier deadline of its parent, and its error.
+    auto [parent, cancel_parent] = nugo::with_timeout(nugo::Context::background(), 20ms);
+    auto [child, cancel_child] = nugo::with_timeout(parent, std::chrono::hours(1));
+    auto [plain, cancel_plain] = nugo::with_cancel(parent);
+    CHECK(child.deadline() == parent.deadline());
+    CHECK(plain.deadline() == parent.deadline());
+    CHECK(cancelled_within(child, 10000ms));
+    CHECK(child.err() == nugo::ContextErrc::deadline_exceeded);
+    CHECK(plain.err() == nugo::ContextErrc::deadline_exceeded);
+
+    // A deadline already past cancels at once.
+    auto [past, cancel_past] = nugo::with_deadline({}, nugo::Clock::now() - 1s);
+    CHECK(past.err() == nugo::ContextErrc::deadline_exceeded);
+    cancel_parent();
+    cancel_child();
+    cancel_plain();
+    cancel_past();
+  });
+}
+
+TEST_CASE("cancel before the deadline stops the timer, and many timed contexts leak nothing",
+          "[sched][context]") {
+  nugo::run([] {
+    int before = nugo::num_goroutines();
+    for (int i = 0; i < 1000; ++i) {
+      auto [ctx, cancel] = nugo::with_timeout({}, std::chrono::hours(1));
+      cancel();
+      CHECK(ctx.err() == nugo::ContextErrc::canceled);
+    }
+    // Timed contexts dropped uncancelled (their timers fire later) and ones that race their
+    // deadline with cancel, from several goroutines.
+    nugo::WaitGroup wg;
+    for (int g = 0; g < 8; ++g) {
+      wg.add(1);
+      nugo::go([&] {
+        for (int i = 0; i < 200; ++i) {
+          auto [ctx, cancel] = nugo::with_timeout({}, std::chrono::microseconds(i % 50));
+          if (i % 2) cancel();
+          (void)ctx.done().recv();
+          CHECK(ctx.err());
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+    CHECK(goroutines_settle_to(before));
+  });
+}
+
+TEST_CASE("a worker pool stops at its context's deadline", "[sched][context]") {
+  nugo::run([] {
+    auto [ctx, cancel] = nugo::with_timeout({}, 50ms);
+    nugo::Chan<int> jobs;
+    std::atomic<long> done_jobs{0};
+    nugo::WaitGroup wg;
+    for (int w = 0; w < 4; ++w) {
+      wg.add(1);
+      nugo::go([&, ctx = ctx] {
+        for (;;) {
+          bool stop = nugo::select_value(
+              nugo::on_recv(ctx.done(), [](auto) { return true; }),
+              nugo::on_recv(jobs, [&](std::optional<int> j) {
+                if (j) ++done_jobs;
+                return !j;
+              }));
+          if (stop) break;
+        }
+        wg.done();
+      });
+    }
+    for (int i = 0;; ++i) {
+      if (nugo::select(nugo::on_send(jobs, i), nugo::on_recv(ctx.done())) == 1) break;
+    }
+    wg.wait();
+    CHECK(ctx.err() == nugo::ContextErrc::deadline_exceeded);
+    CHECK(done_jobs.load() > 0);
+    cancel();
+  });
+}
+
+TEST_CASE("with_deadline outside a running runtime is refused", "[sched][context]") {
+  CHECK_THROWS_AS(nugo::with_timeout({}, 1s), std::logic_error);
+  auto [ctx, cancel] = nugo::with_cancel({});  // needs no timer: fine anywhere
+  cancel();
+  CHECK(ctx.err() == nugo::ContextErrc::canceled);
+}
+
+TEST_CASE("a stop request cancels a context made from its token", "[sched][context][stop_token]") {
+  nugo::run([] {
+    std::stop_source source;
+    auto [ctx, cancel] = nugo::with_stop_token({}, source.get_token());
+    auto [child, cancel_child] = nugo::with_cancel(ctx);
+    CHECK_FALSE(ctx.err());
+    nugo::go([source]() mutable { source.request_stop(); });
+    CHECK(cancelled_within(ctx, 10000ms));
+    CHECK(ctx.err() == nugo::ContextErrc::canceled);
+    CHECK(child.err() == nugo::ContextErrc::canceled);
+
+    // From a plain thread (std::jthread's own token), and with the stop already requested.
+    std::stop_source stopped;
+    stopped.request_stop();
+    auto [born_cancelled, cancel2] = nugo::with_stop_token({}, stopped.get_token());
+    CHECK(born_cancelled.err() == nugo::ContextErrc::canceled);
+    cancel();
+    cancel_child();
+    cancel2();
+  });
+}
+
+TEST_CASE("a stop requested by a plain thread wakes a goroutine waiting in select",
+          "[sched][context][stop_token]") {
+  nugo::Config cfg = nugo::Config::from_env();
+  cfg.detect_deadlock = false;  // main waits for a plain thread
+  nugo::run([] {
+    std::stop_source source;
+    std::jthread requester([source](std::stop_token) mutable {
+      std::this_thread::sleep_for(5ms);
+      source.request_stop();
+    });
+    bool stopped = false;
+    int r = nugo::select(nugo::on_stop(source.get_token(), [&] { stopped = true; }),
+                         nugo::on_recv(nugo::after(10s)));
+    CHECK(r == 0);
+    CHECK(stopped);
+    nugo::blocking_syscall([&] { requester.join(); });
+    // A token that can never be stopped is a case that is never ready; one already stopped
+    // is ready at once, and select_value carries the handler's result.
+    CHECK(nugo::select(nugo::on_stop(std::stop_token{}), nugo::on_default()) == 1);
+    CHECK(nugo::select_value(nugo::on_stop(source.get_token(), [] { return 7; }),
+                             nugo::on_default([] { return 0; })) == 7);
+  }, cfg);
+}
+
+TEST_CASE("num_goroutines counts live goroutines, as Go's NumGoroutine", "[sched][context]") {
+  CHECK(nugo::num_goroutines() == 0);  // no runtime
+  nugo::run([] {
+    int base = nugo::num_goroutines();
+    CHECK(base == 1);  // main: each run() starts afresh
+    nugo::Chan<int> gate;
+    for (int i = 0; i < 50; ++i) nugo::go([gate] { (void)gate.recv(); });
+    CHECK(nugo::num_goroutines() == base + 50);
+    std::thread outside([&] { CHECK(nugo::num_goroutines() == base + 50); });
+    nugo::blocking_syscall([&] { outside.join(); });
+    gate.close();
+    CHECK(goroutines_settle_to(base));
+  });
+}
+
+TEST_CASE("WaitGroup::wait on a plain thread returns at zero and waits for goroutines",
+          "[sched][waitgroup]") {
+  nugo::WaitGroup idle;
+  idle.wait();  // zero: returns at once, as Go's
+  idle.add(1);
+  idle.done();
+  idle.wait();
+  nugo::run([] {
+    nugo::WaitGroup wg;
+    std::atomic<int> finished{0};
+    wg.add(10);
+    std::thread waiter([&] {
+      wg.wait();
+      CHECK(finished.load() == 10);
+    });
+    for (int i = 0; i < 10; ++i)
+      nugo::go([&] {
+        nugo::sleep_for(1ms);
+        ++finished;
+        wg.done();
+      });
+    nugo::blocking_syscall([&] { waiter.join(); });
+  });
+}
