@@ -346,6 +346,11 @@ int main(int argc, char** argv) {
       never.wait();
     });
   }
+  if (std::strcmp(mode, "config-or-exit") == 0) {
+    nugo::Config cfg = nugo::Config::from_env_or_exit();  // the documented pattern
+    cfg.detect_deadlock = false;
+    return nugo::run([] { std::puts("ran"); }, cfg);
+  }
   if (std::strcmp(mode, "syscall-misuse") == 0 && argc > 2) return misuse_in_syscall(argv[2]);
   if (std::strcmp(mode, "timer-not-deadlock") == 0) {
     return nugo::run([] {

@@ -51,9 +51,8 @@ TEST_CASE("cancel closes done, sets err and wakes every waiter (TestWithCancel)"
     wg.add(kWaiters);
     for (int i = 0; i < kWaiters; ++i)
       nugo::go([&, c = ctx] {
-        CHECK_FALSE(c.done().recv());  // closed: no value
-        CHECK(c.err() == nugo::ContextErrc::canceled);
-        ++woken;
+        // Catch's assertions are not thread-safe: count, and check on the main goroutine.
+        if (!c.done().recv() && c.err() == nugo::ContextErrc::canceled) ++woken;  // closed
         wg.done();
       });
     nugo::yield();
@@ -156,6 +155,7 @@ TEST_CASE("cancel before the deadline stops the timer, and many timed contexts l
     // Timed contexts dropped uncancelled (their timers fire later) and ones that race their
     // deadline with cancel, from several goroutines.
     nugo::WaitGroup wg;
+    std::atomic<int> not_cancelled{0};
     for (int g = 0; g < 8; ++g) {
       wg.add(1);
       nugo::go([&] {
@@ -163,12 +163,13 @@ TEST_CASE("cancel before the deadline stops the timer, and many timed contexts l
           auto [ctx, cancel] = nugo::with_timeout({}, std::chrono::microseconds(i % 50));
           if (i % 2) cancel();
           (void)ctx.done().recv();
-          CHECK(ctx.err());
+          if (!ctx.err()) ++not_cancelled;
         }
         wg.done();
       });
     }
     wg.wait();
+    CHECK(not_cancelled.load() == 0);
     CHECK(goroutines_settle_to(before));
   });
 }

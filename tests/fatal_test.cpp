@@ -61,6 +61,17 @@ TEST_CASE("a malformed environment variable is named, with exit status 2", "[fat
   }
 }
 
+TEST_CASE("Config::from_env_or_exit reports a bad variable and exits with 2, as run does",
+          "[fatal]") {
+  auto bad = run_child("NUGO_PROCS=abc", "config-or-exit");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("nugo: NUGO_PROCS=\"abc\"") != std::string::npos);
+  CHECK(bad.output.find("ran") == std::string::npos);
+  auto good = run_child("NUGO_PROCS=1", "config-or-exit");
+  CHECK(good.exit_code == 0);
+  CHECK(good.output.find("ran") != std::string::npos);
+}
+
 TEST_CASE("Config::from_env throws ConfigError naming the variable", "[fatal]") {
   setenv("NUGO_STACK", "12q", 1);
   try {

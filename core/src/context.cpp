@@ -93,13 +93,18 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
     mu.unlock();
   }
 
-  // Go's cancelCtx.cancel: the first call sets err, closes done, stops the timer and cancels
-  // the children (with the same error); later calls do nothing. The caller holds a reference.
+  // Go's cancelCtx.cancel: the first call cancels the children (with the same error), then
+  // publishes err, closes done and stops the timer; later calls do nothing. All of it under
+  // mu, so a second caller returns only once the first is done. Children first (Go closes its
+  // own done first): whoever sees this context cancelled, by err() or done(), sees the whole
+  // subtree cancelled too. The caller holds a reference.
   //
-  // The children are cancelled after mu is released, each through a reference of its own:
-  // dropping the last reference to a child (held by its timer, say) destroys it, and its
-  // destructor takes our lock to leave. A child whose last reference is already gone is being
-  // destroyed, so it is skipped. A child attaching after err is set cancels itself (attach).
+  // Locks nest from ancestor to descendant only (attach and remove_child take a parent's
+  // lock while holding none). A child is cancelled through a reference taken under mu, so
+  // it cannot be destroyed meanwhile; a child whose last reference is already gone is being
+  // destroyed and is skipped (its destructor is waiting for mu, to leave). The references are
+  // dropped after mu is released: dropping the last one destroys the child, whose destructor
+  // takes our lock.
   void cancel(std::error_code why, bool leave_parent) {
     Fire* dequeued = nullptr;
     std::vector<std::shared_ptr<ContextState>> kids;
@@ -110,17 +115,18 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
         mu.unlock();
         return;
       }
-      err_locked = why;
-      errc.store(why.value(), std::memory_order_release);
-      done.close();
+      err_locked = why;  // from here on, a child attaching cancels itself (attach)
       for (ContextState* child : children)
         if (auto kid = child->weak_from_this().lock()) kids.push_back(std::move(kid));
       children.clear();
+      for (const auto& kid : kids) kid->cancel(why, false);
+      errc.store(why.value(), std::memory_order_release);
+      done.close();
       if (fire && deltimer(&fire->t)) dequeued = fire;  // else it fired, or is firing now
       fire = nullptr;
       mu.unlock();
     }
-    for (const auto& kid : kids) kid->cancel(why, false);
+    kids.clear();
     delete dequeued;  // its reference to us: not the last
     if (leave_parent && parent) parent->remove_child(this);
   }

@@ -402,3 +402,7 @@ Config config_from_env_or_exit() {
 }
 
 }  // namespace nugo::detail
+
+namespace nugo {
+Config Config::from_env_or_exit() { return detail::config_from_env_or_exit(); }
+}  // namespace nugo

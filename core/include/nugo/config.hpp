@@ -1,4 +1,22 @@
 // nugo::Config: what a runtime instance is started with.
+//
+// Environment variables (Config::from_env): every value has one strict syntax, with no
+// spaces on either side and no sign.
+//   numbers    decimal digits: NUGO_PROCS=8 (" 8", "8 " and "+8" are refused)
+//   sizes      digits and an optional binary unit k, m or g (x1024), in either case, which
+//              may be followed by b or ib: 262144, 256k, 256K, 256kb, 256KiB, 1g
+//   durations  digits and a unit: ns, us (or µs), ms, s: 500us, 10ms, 1s
+// A malformed value is a ConfigError naming the variable. A NUGO_* variable nugo does not
+// know (NUGO_PROC for NUGO_PROCS) is ignored with a warning on stderr, once per process,
+// naming the nearest known one.
+//
+// nugo::run(main) reports a bad environment as "nugo: ..." and exits with status 2. A program
+// that reads the configuration itself, to change it before run, does the same with
+// Config::from_env_or_exit(), or catches the error:
+//   nugo::Config cfg = nugo::Config::from_env_or_exit();
+//   cfg.detect_deadlock = false;
+//   return nugo::run(app, cfg);
+// Letting the ConfigError escape main ends the program with std::terminate (status 134).
 #pragma once
 
 #include <signal.h>
@@ -120,6 +138,9 @@ struct Config {
   // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();
+  // As from_env, but a malformed variable is printed on stderr ("nugo: NUGO_PROCS=...") and
+  // the process exits with status 2, as nugo::run(main) does.
+  static Config from_env_or_exit();
   // Throws ConfigError if a field is out of range.
   void validate() const;
 };

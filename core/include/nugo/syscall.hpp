@@ -7,10 +7,25 @@
 // sysmon hands the P to another thread. blocking_syscall hands the P off at once, for calls
 // known to block for long (waitpid, a read from a pipe that may stay empty).
 //
-// Inside the wrapped call the goroutine has no P: it must not use channels, sync primitives,
-// timers or sleep (a fatal error names the goroutine), nor start goroutines. errno as set by
-// the call is what the caller sees afterwards, even if the goroutine resumed on another
-// thread. Outside goroutines these wrappers just make the call.
+// errno as set by the call is what the caller sees afterwards, even if the goroutine resumed
+// on another thread. Outside goroutines these wrappers just make the call.
+//
+// What a syscall body may do. Inside it the goroutine holds no P: to the scheduler it is in
+// the kernel, as in Go, where nothing runs between entersyscall and exitsyscall but the call.
+// So the body may make system calls and run any code that does not call into the scheduler
+// (std::mutex, malloc, file streams). A call into the scheduler from there is a fatal error
+// naming the goroutine and the call, with a traceback (exit status 2) -- every time, not only
+// when the call would have blocked, so that a mistake cannot hide behind a lucky schedule:
+//   - channels: send, try_send, recv, try_recv, close, select (with or without on_default);
+//   - go, go_on, yield; sleep_for, sleep_until; after, Timer, Ticker (making, stopping,
+//     resetting or destroying one); Context cancellation (it closes a channel);
+//   - Mutex (lock, try_lock, unlock), RWMutex, Cond, Once, WaitGroup (add, done, wait);
+//   - nugo::net and nugo::io calls that wait (Conn reads and writes take a Mutex).
+// Allowed, because none of them needs a P: a nested nugo::syscall, blocking_syscall or
+// sys::* call (it simply runs); preempt_point (nothing to do: no time slice runs);
+// lock_os_thread and unlock_os_thread (the goroutine stays on this thread anyway); and the
+// queries this_g::id, this_g::home_node, gomaxprocs, num_goroutines, Chan::len and cap.
+// Making, copying and destroying a Chan is allowed too (memory only).
 #pragma once
 
 #include <sys/types.h>
