@@ -297,3 +297,32 @@ TEST_CASE("WaitGroup::wait on a plain thread returns at zero and waits for gorou
     nugo::blocking_syscall([&] { waiter.join(); });
   });
 }
+
+TEST_CASE("channels, contexts and stop tokens that abandoned goroutines waited on still work "
+          "after run returns", "[sched][context]") {
+  // Goroutines still parked when main returns are abandoned and their stacks unmapped. Each
+  // of the calls after run() below used to walk the waiters' queues into that memory.
+  nugo::Chan<int> empty, unbuffered_send, buffered(1);
+  auto [ctx, cancel] = nugo::with_cancel({});
+  std::stop_source source;
+  nugo::run([&] {
+    std::atomic<int> parking{0};
+    nugo::go([&, c = empty] { ++parking; (void)c.recv(); });
+    nugo::go([&, c = unbuffered_send] { ++parking; c.send(1); });
+    nugo::go([&, c = ctx] { ++parking; (void)c.done().recv(); });
+    nugo::go([&, token = source.get_token(), b = buffered] {
+      ++parking;
+      nugo::select(nugo::on_stop(token), nugo::on_recv(b), nugo::on_recv(nugo::after(1h)));
+    });
+    while (parking.load() < 4) nugo::yield();
+    nugo::sleep_for(10ms);  // and let them park (were one still running, it is abandoned
+                            // runnable, and there is just less to check)
+  });
+  empty.close();
+  CHECK_FALSE(unbuffered_send.try_recv().ready);
+  cancel();
+  CHECK(ctx.err() == nugo::ContextErrc::canceled);
+  source.request_stop();
+  buffered.close();
+  CHECK(buffered.try_recv().ready);
+}

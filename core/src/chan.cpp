@@ -42,6 +42,9 @@ struct sudog {
   sudog* next = nullptr;
   sudog* prev = nullptr;
   SelectState* sel = nullptr;  // set for select cases
+  hchan* c = nullptr;          // the channel it waits on; null once that is freed
+  sudog* waitnext = nullptr;   // the goroutine's next sudog (select), from G::waiting
+  bool send = false;           // in c->sendq, else c->recvq
   bool success = false;
   bool queued = false;
 };
@@ -69,6 +72,7 @@ struct WaitQ {
     if (s->next) s->next->prev = s->prev; else last = s->prev;
     s->next = s->prev = nullptr;
     s->queued = false;
+    s->c = nullptr;
   }
   // The first waiter that can still be completed. A select's sudog is taken only if this
   // caller wins its SelectState; otherwise another case of that select already fired.
@@ -195,9 +199,59 @@ hchan* makechan(const ElemOps* ops, std::size_t cap) {
 
 void chan_retain(hchan* c) { c->refs.fetch_add(1, std::memory_order_relaxed); }
 
+// ---- goroutines abandoned on channels ----
+//
+// Goroutines still parked when main returns are abandoned, and their stacks are unmapped
+// with the instance. A channel they were queued on may live on (a Context, a channel of the
+// program's, a stop token's) and be used after run() returns: a close would then walk sudogs
+// in unmapped memory. So the teardown unlinks them first (forget_abandoned_channel_waiters,
+// before the closures and stacks go). It must not touch a channel freed meanwhile: whoever
+// frees a channel that still has waiters (goroutines blocked on it for good: nobody holds a
+// handle to wake them) unlinks them, making their sudogs forget it, under abandon_lock, which
+// the teardown holds throughout. Every unlink clears sudog::c, so a sudog that names a channel
+// is queued on it.
+namespace {
+Lock abandon_lock;
+
+void forget_waiters(hchan* c) NUGO_NO_THREAD_SAFETY_ANALYSIS {
+  c->lock.lock();  // the last handle is gone: only the teardown may be here too
+  bool waiters = c->recvq.first || c->sendq.first;
+  c->lock.unlock();
+  if (!waiters) return;
+  abandon_lock.lock();
+  c->lock.lock();
+  for (WaitQ* q : {&c->recvq, &c->sendq})
+    while (sudog* s = q->first) q->unlink(s);
+  c->lock.unlock();
+  abandon_lock.unlock();
+}
+}  // namespace
+
+void forget_abandoned_channel_waiters() NUGO_NO_THREAD_SAFETY_ANALYSIS {
+  abandon_lock.lock();
+  sched->glock.lock();
+  for (G* chunk : sched->gchunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
+      WaitReason r = gp->waitreason;
+      if (gp->status.load() != GStatus::waiting ||
+          (r != WaitReason::chan_send && r != WaitReason::chan_recv && r != WaitReason::select))
+        continue;
+      for (sudog* s = gp->waiting; s; s = s->waitnext) {
+        hchan* c = s->c;
+        if (!c) continue;
+        c->lock.lock();
+        if (s->queued) (s->send ? c->sendq : c->recvq).unlink(s);
+        c->lock.unlock();
+      }
+    }
+  sched->glock.unlock();
+  abandon_lock.unlock();
+}
+
 void chan_release(hchan* c) {
   NoPreempt np;
   if (c->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  forget_waiters(c);
   for (std::size_t i = 0, x = c->recvx; i < c->qcount; ++i, c->advance(x)) c->ops->destroy(c->slot(x));
   if (c->buf) ::operator delete(c->buf, std::align_val_t(std::max(c->ops->align, alignof(void*))));
   delete c;
@@ -233,6 +287,9 @@ bool chansend(hchan* c, void* src, bool block) NUGO_NO_THREAD_SAFETY_ANALYSIS {
   sudog me;
   me.g = current_goroutine("send", [c]() NUGO_NO_THREAD_SAFETY_ANALYSIS { c->lock.unlock(); });
   me.elem = src;
+  me.c = c;
+  me.send = true;
+  me.g->waiting = &me;
   c->sendq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_send);
   if (!me.success) throw Panic("send on closed channel");
@@ -269,6 +326,8 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) NUGO_NO_THREAD_SAFETY_ANALY
   sudog me;
   me.g = current_goroutine("receive", [c]() NUGO_NO_THREAD_SAFETY_ANALYSIS { c->lock.unlock(); });
   me.elem = dst;
+  me.c = c;
+  me.g->waiting = &me;
   c->recvq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_recv);
   return {true, me.success};
@@ -435,12 +494,17 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
   sudog small_sudogs[kSmall];
   std::vector<sudog> big_sudogs(ncases > kSmall ? ncases : 0);
   sudog* sudogs = ncases > kSmall ? big_sudogs.data() : small_sudogs;
+  gp->waiting = nullptr;
   for (int i = 0; i < ncases; ++i) {
     if (!cases[i].c) continue;
     sudog& s = sudogs[i];
     s.g = gp;
     s.elem = cases[i].elem;
     s.sel = &state;
+    s.c = cases[i].c;
+    s.send = cases[i].send;
+    s.waitnext = gp->waiting;
+    gp->waiting = &s;
     (cases[i].send ? cases[i].c->sendq : cases[i].c->recvq).enqueue(&s);
   }
   gopark(unlock_select, &locks, WaitReason::select);

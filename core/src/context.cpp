@@ -47,6 +47,23 @@ const std::error_category& context_category() noexcept {
 
 namespace detail {
 
+// The running instance, for the time of a call that touches its timer heaps: an M's is there
+// for as long as the M runs; a plain thread counts itself in, if an instance runs at all.
+class ForeignCall {
+ public:
+  ForeignCall() : on_m_(getm() != nullptr), counted_(!on_m_ && enter_runtime_foreign()) {}
+  ~ForeignCall() {
+    if (counted_) leave_runtime_foreign();
+  }
+  ForeignCall(const ForeignCall&) = delete;
+  ForeignCall& operator=(const ForeignCall&) = delete;
+  bool running() const { return on_m_ || counted_; }
+
+ private:
+  bool on_m_;
+  bool counted_;
+};
+
 // with_stop_token's stop callback: cancels, holding a reference for the time of the call. It
 // holds none in between (the state owns the callback); a state whose last reference is gone
 // is being destroyed, and its destructor waits for this call to return before it goes on.
@@ -78,19 +95,17 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
     std::error_code parent_err;
     {
       NoPreempt np;
-      parent->mu.lock();
+      LockGuard lock(parent->mu);
       parent_err = parent->err_locked;
       if (!parent_err) parent->children.insert(this);
-      parent->mu.unlock();
     }
     if (parent_err) cancel(parent_err, false);
   }
 
   void remove_child(ContextState* child) {
     NoPreempt np;
-    mu.lock();
+    LockGuard lock(mu);
     children.erase(child);
-    mu.unlock();
   }
 
   // Go's cancelCtx.cancel: the first call cancels the children (with the same error), then
@@ -105,26 +120,32 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
   // destroyed and is skipped (its destructor is waiting for mu, to leave). The references are
   // dropped after mu is released: dropping the last one destroys the child, whose destructor
   // takes our lock.
+  //
+  // The timer is taken out of its heap only while that runtime instance is known to run: on
+  // an M, or on a plain thread counted in (enter_runtime_foreign). An instance that has
+  // stopped, or is stopping, discards its timers itself (discard_timer).
   void cancel(std::error_code why, bool leave_parent) {
+    ForeignCall runtime;
     Fire* dequeued = nullptr;
     std::vector<std::shared_ptr<ContextState>> kids;
     {
       NoPreempt np;
-      mu.lock();
-      if (err_locked) {
-        mu.unlock();
-        return;
-      }
+      LockGuard lock(mu);
+      if (err_locked) return;
       err_locked = why;  // from here on, a child attaching cancels itself (attach)
+      kids.reserve(children.size());
       for (ContextState* child : children)
         if (auto kid = child->weak_from_this().lock()) kids.push_back(std::move(kid));
       children.clear();
       for (const auto& kid : kids) kid->cancel(why, false);
       errc.store(why.value(), std::memory_order_release);
-      done.close();
-      if (fire && deltimer(&fire->t)) dequeued = fire;  // else it fired, or is firing now
-      fire = nullptr;
-      mu.unlock();
+      try {
+        done.close();
+      } catch (const Panic&) {
+        // The program closed done() itself (Chan::close is const): it is closed either way.
+      }
+      if (fire && runtime.running() && deltimer(&fire->t)) dequeued = fire;  // else it fired,
+      fire = nullptr;  // is firing, or the stopped instance discards it
     }
     kids.clear();
     delete dequeued;  // its reference to us: not the last
@@ -141,15 +162,13 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
     f->t.discard = discard_timer;
     f->t.arg = f;
     NoPreempt np;
-    mu.lock();
+    LockGuard lock(mu);
     if (err_locked) {  // cancelled meanwhile (its parent was): no timer
-      mu.unlock();
       delete f;
       return;
     }
     fire = f;
     addtimer(&f->t);  // may fire on another M at once: it cancels, which waits for mu
-    mu.unlock();
   }
 
   // The runtime stopped with the timer pending: the deadline will not cancel this context.
@@ -157,9 +176,8 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
     std::unique_ptr<Fire> f(static_cast<Fire*>(arg));
     ContextState* s = f->state.get();
     NoPreempt np;
-    s->mu.lock();
+    LockGuard lock(s->mu);
     if (s->fire == f.get()) s->fire = nullptr;
-    s->mu.unlock();
   }
 
   static CancelFunc cancel_func(const std::shared_ptr<ContextState>& s) { return CancelFunc(s); }
@@ -214,13 +232,16 @@ std::optional<Clock::time_point> Context::deadline() const {
 }
 
 void CancelFunc::operator()() const {
-  if (s_) s_->cancel(ContextErrc::canceled, true);
+  // A reference of our own: the close may wake a goroutine that destroys this CancelFunc,
+  // and with it perhaps the last reference, while the cancel goes on.
+  if (std::shared_ptr<detail::ContextState> s = s_) s->cancel(ContextErrc::canceled, true);
 }
 
 WithCancel with_cancel(const Context& parent) { return detail::finish(detail::derive(parent, 0)); }
 
 WithCancel with_deadline(const Context& parent, Clock::time_point d) {
-  if (gomaxprocs() == 0)
+  detail::ForeignCall runtime;  // the instance stays while its timer is added
+  if (!runtime.running())
     throw std::logic_error("nugo::with_deadline: the runtime is not running (its timer is a "
                            "runtime timer)");
   std::int64_t when = std::max<std::int64_t>(detail::to_ns(d), 1);

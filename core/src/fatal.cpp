@@ -8,7 +8,7 @@
 
 namespace nugo::detail {
 
-void fatal(const char* fmt, ...) {
+void fatal(const char* fmt, ...) noexcept {
   std::fputs("fatal error: ", stderr);
   va_list args;
   va_start(args, fmt);

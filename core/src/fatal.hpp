@@ -5,7 +5,7 @@
 
 namespace nugo::detail {
 
-[[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+[[noreturn]] void fatal(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 
 // Ends the process with Go's status for fatal errors and panics, 2, once the message is out.
 // A fuzzing build (NUGO_FUZZ) aborts instead, so that libFuzzer saves the input.

@@ -122,17 +122,18 @@ class NUGO_CAPABILITY("mutex") SpinLock {
   std::atomic<std::uint32_t> state_{0};
 };
 
-// Holds a Lock for a scope (the form for every function that takes and releases a lock on
-// all of its paths).
+// Holds a Lock or SpinLock for a scope (the form for every function that takes and releases
+// a lock on all of its paths, exceptions included).
+template <class L>
 class NUGO_SCOPED_CAPABILITY LockGuard {
  public:
-  explicit LockGuard(Lock& l) NUGO_ACQUIRE(l) : l_(l) { l_.lock(); }
+  explicit LockGuard(L& l) NUGO_ACQUIRE(l) : l_(l) { l_.lock(); }
   ~LockGuard() NUGO_RELEASE() { l_.unlock(); }
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
 
  private:
-  Lock& l_;
+  L& l_;
 };
 
 // A one-shot event: sleep() returns once wakeup() has been called; clear() re-arms it.

@@ -11,6 +11,7 @@
 namespace nugo::detail {
 
 struct M;
+struct sudog;
 
 // Go's _Gidle ... _Gdead (a preempted G is simply runnable: nugo has no _Gpreempted, which Go
 // needs only to suspend a G for its garbage collector). Transitions happen on the scheduler
@@ -58,7 +59,11 @@ struct alignas(64) G : Closure {
   // write it (numa/README.md). Written by whoever owns the G at the time.
   std::int16_t home = 0;
   std::int64_t goid = 0;
-  G* waitlink = nullptr;   // wait queues of blocking primitives
+  union {
+    G* waitlink = nullptr;  // wait queues of blocking primitives (WaitGroup)
+    sudog* waiting;         // parked on channels: its sudogs, linked by waitnext (Go's
+                            // gp.waiting), for the teardown to unlink if it is abandoned
+  };
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
 };

@@ -113,7 +113,11 @@ void checkdead() {
   }
   sched->glock.lock();  // gchunks; held until exit
   std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
-  report_waiting_goroutines(getm());
+  try {
+    report_waiting_goroutines(getm());
+  } catch (...) {  // out of memory, say: the first line stands, and the exit status
+    std::fputs("(the goroutines could not be listed)\n", stderr);
+  }
   std::fputs("\n(nugo: if a thread outside the runtime was going to wake one of these goroutines, "
              "run with NUGO_DEBUG=deadlock=0 or Config::detect_deadlock = false)\n",
              stderr);

@@ -362,6 +362,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->sysmon_exit.store(true, std::memory_order_seq_cst);
   sched->sysmon_note.wakeup();
   sched->sysmon.join();
+  forget_abandoned_channel_waiters();  // while their stacks and closures still exist
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   signals::remove_quit_handler();
   while (foreign_calls.load(std::memory_order_seq_cst) != 0) sched_yield();

@@ -162,6 +162,9 @@ void startm(Domain* d, bool spinning, bool cross_node = false);
 
 void handoffp(P* pp);
 void gopark(bool (*unlockf)(G*, void*), void* lock, WaitReason reason);
+// At teardown, with every M gone: takes the goroutines abandoned on channels out of the
+// channels' queues (chan.cpp), so that a channel used after run() returns never reaches them.
+void forget_abandoned_channel_waiters();
 // gopark's unlock function for a spin lock (futex.hpp) guarding a wait list.
 inline bool park_unlock_spin(G*, void* lock) {
   spin_unlock(*static_cast<std::atomic<std::uint32_t>*>(lock));

@@ -95,6 +95,8 @@ void exitsyscall() {
   gp->status.store(GStatus::running, rlx);
 }
 
+bool in_syscall_body_now() { return in_syscall_body; }
+
 void syscall_body_misuse(const char* call) {
   G* gp = getg();
   fatal("goroutine %lld: %s inside a nugo::syscall body. The body holds no P (to the "

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include NUGO_BACKTRACE_H  // GCC's libbacktrace (the path is set by core/CMakeLists.txt)
@@ -148,6 +149,10 @@ void traceback_here(Traceback* tb) { unwind_into(tb, 1); }
 void traceback_parked(M* m, G* gp, Traceback* tb) {
   tb->n = 0;
   if (!gp->ctx) return;  // never ran: no frames yet
+  // The unwinder runs below the goroutine's saved stack pointer: leave a stack that is
+  // nearly full alone rather than fault in its guard page.
+  constexpr std::ptrdiff_t kUnwindRoom = 16 * 1024;
+  if (static_cast<char*>(gp->ctx) - gp->stack.lo < kUnwindRoom) return;
   ParkedCapture req{tb, gp, m};
   sanitizer_start_switch(&m->g0san, gp->san);
   boost::context::detail::ontop_fcontext(gp->ctx, &req, unwind_parked);
@@ -185,14 +190,22 @@ std::string format_traceback(const Traceback& tb, int max_frames) {
   return out;
 }
 
-void print_current_traceback(std::FILE* out) {
+void print_current_traceback(std::FILE* out) noexcept {
   G* gp = getg();
   char here;
   // Only on the goroutine's own stack: not on g0, nor in a signal handler's alternate stack.
   if (!gp || !gp->stack || &here < gp->stack.lo || &here >= gp->stack.hi) return;
   Traceback tb;
-  traceback_here(&tb);
-  std::string frames = format_traceback(tb);
+  traceback_here(&tb);  // a few hundred bytes of the goroutine's stack
+  // Symbolizing takes far more (libbacktrace reads the debug information, demangling
+  // recurses) than a goroutine's stack may have left: it runs on a thread of its own. If
+  // that fails (no thread, no memory), the report goes without the frames.
+  std::string frames;
+  try {
+    std::thread([&] { frames = format_traceback(tb); }).join();
+  } catch (...) {
+    frames = "(no traceback: " + std::to_string(tb.n) + " frames could not be symbolized)\n";
+  }
   std::fprintf(out, "\ngoroutine %lld [running]:\n%s", static_cast<long long>(gp->goid),
                frames.empty() ? "(no symbols)\n" : frames.c_str());
 }

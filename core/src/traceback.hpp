@@ -42,6 +42,6 @@ void traceback_parked(M* m, G* gp, Traceback* tb);
 std::string format_traceback(const Traceback& tb, int max_frames = 16);
 
 // "goroutine N [what]:" and the frames, for a fatal error raised on a goroutine's stack.
-void print_current_traceback(std::FILE* out);
+void print_current_traceback(std::FILE* out) noexcept;
 
 }  // namespace nugo::detail

@@ -81,6 +81,7 @@ void WaitGroup::wait_release_done() {
 // 1 ms. It is not counted as a waiter, so the waker never waits for it; it only has to let a
 // release in progress finish, as a goroutine that saw the counter at zero does.
 void WaitGroup::wait_on_thread() {
+  detail::note_foreign_thread();  // it may go on to wake goroutines (checkdead)
   auto nap = std::chrono::microseconds(1);
   for (;;) {
     std::uint64_t state = state_.load(std::memory_order_acquire);

@@ -110,7 +110,8 @@ struct WithCancel {
 WithCancel with_cancel(const Context& parent);
 // Go's context.WithDeadline: also cancelled, with ContextErrc::deadline_exceeded, at d (or at
 // the parent's deadline, if that is earlier). Needs a running runtime (its timer is a
-// runtime timer), else std::logic_error.
+// runtime timer), else std::logic_error. A deadline still pending when run() returns goes
+// with the runtime instance: the context is then not cancelled by it (cancel() still works).
 WithCancel with_deadline(const Context& parent, Clock::time_point d);
 // Go's context.WithTimeout: with_deadline(parent, now + d).
 template <class Rep, class Period>

@@ -96,11 +96,24 @@ int num_goroutines();
 // the goroutine holds no P: to the scheduler it is in the kernel. Every call into the
 // scheduler checks this first, and a call from there is a fatal error naming the goroutine
 // and the call. Set and cleared by the goroutine's own thread, which the body never leaves.
+//
+// The check is inlined into the program's code (Mutex::lock, unlock), where a goroutine may
+// resume on another thread between two checks in one function. GCC, and clang before 16, read
+// a thread-local of an executable %fs-relative at each use, always the current thread's.
+// Clang 16 and later may reuse a thread-local's address within a function, and code for a
+// shared object finds it through __tls_get_addr, whose result GCC reuses: there the flag is
+// read by an out-of-line call, which computes the address afresh.
 inline thread_local bool in_syscall_body = false;
 [[noreturn]] void syscall_body_misuse(const char* call);
+bool in_syscall_body_now();  // out of line
 inline void forbid_in_syscall_body(const char* call) {
+#if (defined(__clang__) && __clang_major__ >= 16) || (defined(__PIC__) && !defined(__PIE__))
+  if (in_syscall_body_now()) [[unlikely]]
+    syscall_body_misuse(call);
+#else
   if (in_syscall_body) [[unlikely]]
     syscall_body_misuse(call);
+#endif
 }
 
 template <class F>
