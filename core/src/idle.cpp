@@ -65,7 +65,7 @@ void report_waiting_goroutines(M* m) {
       traceback_parked(m, gp, &tb);
       auto [s, fresh] = symbolized.try_emplace(std::vector<std::uintptr_t>(tb.pc, tb.pc + tb.n));
       if (fresh) s->second = format_traceback(tb);
-      Entry& e = entries.try_emplace({gp->waitreason, s->second}, gp->waitreason, &s->second)
+      Entry& e = entries.try_emplace({gp->waitreason, s->second}, Entry{gp->waitreason, &s->second, {}})
                      .first->second;
       e.ids.push_back(gp->goid);
     }

@@ -194,7 +194,9 @@ void print_current_traceback(std::FILE* out) noexcept {
   G* gp = getg();
   char here;
   // Only on the goroutine's own stack: not on g0, nor in a signal handler's alternate stack.
-  if (!gp || !gp->stack || &here < gp->stack.lo || &here >= gp->stack.hi) return;
+  // Not in a child of fork(): it may not start a thread, and a lock of the allocator may be
+  // held by a thread that did not survive the fork.
+  if (!gp || !gp->stack || &here < gp->stack.lo || &here >= gp->stack.hi || forked_child) return;
   Traceback tb;
   traceback_here(&tb);  // a few hundred bytes of the goroutine's stack
   // Symbolizing takes far more (libbacktrace reads the debug information, demangling
