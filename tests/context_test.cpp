@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nugo/nugo.hpp>
+#include <mutex>
+#include <shared_mutex>
 #include <stop_token>
 #include <thread>
 #include <vector>
@@ -331,4 +333,54 @@ TEST_CASE("channels, contexts and stop tokens that abandoned goroutines waited o
   source.request_stop();
   buffered.close();
   CHECK(buffered.try_recv().ready);
+}
+
+TEST_CASE("nugo::Mutex and RWMutex work with the standard lock wrappers", "[sched][sync]") {
+  nugo::run([] {
+    nugo::Mutex a, b;
+    nugo::RWMutex rw;
+    long counter = 0;
+    nugo::WaitGroup wg;
+    for (int g = 0; g < 8; ++g) {
+      wg.add(1);
+      nugo::go([&] {
+        for (int i = 0; i < 1000; ++i) {
+          if (i % 3 == 0) {
+            std::lock_guard lock(a);
+            ++counter;
+          } else if (i % 3 == 1) {
+            std::scoped_lock both(a, b);  // std::lock: try_lock and back-off, no deadlock
+            ++counter;
+          } else {
+            std::unique_lock lock(a, std::defer_lock);
+            lock.lock();
+            ++counter;
+          }
+          if (i % 100 == 0) {
+            std::shared_lock reading(rw);
+            nugo::yield();
+          }
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+    CHECK(counter == 8000);
+    {
+      std::unique_lock held(a);
+      std::unique_lock attempt(a, std::try_to_lock);
+      CHECK_FALSE(attempt.owns_lock());
+    }
+    std::lock_guard writing(rw);
+    nugo::Cond cond;
+    bool ready = false;
+    nugo::go([&] {
+      std::lock_guard lock(b);
+      ready = true;
+      cond.signal();
+    });
+    std::unique_lock lock(b);
+    while (!ready) cond.wait(lock);
+    CHECK(ready);
+  });
 }
