@@ -384,3 +384,27 @@ TEST_CASE("nugo::Mutex and RWMutex work with the standard lock wrappers", "[sche
     CHECK(ready);
   });
 }
+
+TEST_CASE("a select readied just as main returns leaves no sudog behind on its other channels",
+          "[sched][context]") {
+  // The worker's select fires on `jobs` as main returns: readied, it may never run its third
+  // pass (which takes its sudog off ctx.done()), and is abandoned runnable. Cancelling the
+  // context after run() must not find that sudog, on a stack that is gone.
+  for (int round = 0; round < 50; ++round) {
+    nugo::WithCancel made = nugo::with_cancel({});
+    nugo::Context ctx = made.ctx;
+    nugo::Chan<int> jobs;
+    nugo::run([&] {
+      std::atomic<bool> selecting{false};
+      nugo::go([&, c = ctx, j = jobs] {
+        selecting = true;
+        nugo::select(nugo::on_recv(c.done()), nugo::on_recv(j));
+      });
+      while (!selecting.load()) nugo::yield();
+      nugo::sleep_for(std::chrono::microseconds(round % 5 * 100));
+      jobs.send(round);  // fires the select (or waits until it is parked)
+    });
+    made.cancel();
+    CHECK(ctx.err() == nugo::ContextErrc::canceled);
+  }
+}

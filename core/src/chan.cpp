@@ -22,6 +22,7 @@
 // is ready queues on all of them and parks; when woken it dequeues its other sudogs.
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -42,7 +43,9 @@ struct sudog {
   sudog* next = nullptr;
   sudog* prev = nullptr;
   SelectState* sel = nullptr;  // set for select cases
-  hchan* c = nullptr;          // the channel it waits on; null once that is freed
+  // The channel whose queue holds it; null once unlinked (every unlink clears it). Atomic:
+  // the teardown reads it without the channel's lock (forget_abandoned_channel_waiters).
+  std::atomic<hchan*> c{nullptr};
   sudog* waitnext = nullptr;   // the goroutine's next sudog (select), from G::waiting
   bool send = false;           // in c->sendq, else c->recvq
   bool success = false;
@@ -72,7 +75,7 @@ struct WaitQ {
     if (s->next) s->next->prev = s->prev; else last = s->prev;
     s->next = s->prev = nullptr;
     s->queued = false;
-    s->c = nullptr;
+    s->c.store(nullptr, std::memory_order_relaxed);
   }
   // The first waiter that can still be completed. A select's sudog is taken only if this
   // caller wins its SelectState; otherwise another case of that select already fired.
@@ -201,23 +204,32 @@ void chan_retain(hchan* c) { c->refs.fetch_add(1, std::memory_order_relaxed); }
 
 // ---- goroutines abandoned on channels ----
 //
-// Goroutines still parked when main returns are abandoned, and their stacks are unmapped
-// with the instance. A channel they were queued on may live on (a Context, a channel of the
-// program's, a stop token's) and be used after run() returns: a close would then walk sudogs
+// Goroutines still alive when main returns are abandoned, and their stacks are unmapped with
+// the instance. A channel they are queued on may live on (a Context's done, a program's
+// channel, an on_stop case's) and be used after run() returns: a close would then walk sudogs
 // in unmapped memory. So the teardown unlinks them first (forget_abandoned_channel_waiters,
-// before the closures and stacks go). It must not touch a channel freed meanwhile: whoever
-// frees a channel that still has waiters (goroutines blocked on it for good: nobody holds a
-// handle to wake them) unlinks them, making their sudogs forget it, under abandon_lock, which
-// the teardown holds throughout. Every unlink clears sudog::c, so a sudog that names a channel
-// is queued on it.
+// with every M joined, before the closures and stacks go). A G names its queued sudogs from
+// the moment it queues them until its operation has ended (G::waiting): parked, or readied by
+// a select case but never run again, whose other cases' sudogs are still queued.
+//
+// The teardown reads a sudog's channel without that channel's lock, and a plain thread may
+// free the channel at the same time. Every unlink clears sudog::c, so a sudog that names a
+// channel is queued on it; whoever frees a channel that still has waiters (goroutines blocked
+// on it for good) unlinks them first, under abandon_lock, which the teardown holds throughout.
+// A channel freed without waiters may still be the one the teardown just read (a plain
+// thread completed the operation and dropped the last handle): so while the teardown scans
+// (abandon_scan, ordered by the fences of both sides), every free waits for abandon_lock.
 namespace {
 Lock abandon_lock;
+std::atomic<bool> abandon_scan{false};
 
 void forget_waiters(hchan* c) NUGO_NO_THREAD_SAFETY_ANALYSIS {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the teardown's
+  bool scanning = abandon_scan.load(std::memory_order_relaxed);
   c->lock.lock();  // the last handle is gone: only the teardown may be here too
   bool waiters = c->recvq.first || c->sendq.first;
   c->lock.unlock();
-  if (!waiters) return;
+  if (!waiters && !scanning) return;
   abandon_lock.lock();
   c->lock.lock();
   for (WaitQ* q : {&c->recvq, &c->sendq})
@@ -229,22 +241,20 @@ void forget_waiters(hchan* c) NUGO_NO_THREAD_SAFETY_ANALYSIS {
 
 void forget_abandoned_channel_waiters() NUGO_NO_THREAD_SAFETY_ANALYSIS {
   abandon_lock.lock();
+  abandon_scan.store(true, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with forget_waiters'
   sched->glock.lock();
   for (G* chunk : sched->gchunks)
-    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) {
-      WaitReason r = gp->waitreason;
-      if (gp->status.load() != GStatus::waiting ||
-          (r != WaitReason::chan_send && r != WaitReason::chan_recv && r != WaitReason::select))
-        continue;
-      for (sudog* s = gp->waiting; s; s = s->waitnext) {
-        hchan* c = s->c;
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp)  // none runs: G::waiting stays put
+      for (sudog* s = waiting_sudogs(gp); s; s = s->waitnext) {
+        hchan* c = s->c.load(std::memory_order_relaxed);
         if (!c) continue;
         c->lock.lock();
-        if (s->queued) (s->send ? c->sendq : c->recvq).unlink(s);
+        if (s->c.load(std::memory_order_relaxed) == c) (s->send ? c->sendq : c->recvq).unlink(s);
         c->lock.unlock();
       }
-    }
   sched->glock.unlock();
+  abandon_scan.store(false, std::memory_order_relaxed);
   abandon_lock.unlock();
 }
 
@@ -287,11 +297,12 @@ bool chansend(hchan* c, void* src, bool block) NUGO_NO_THREAD_SAFETY_ANALYSIS {
   sudog me;
   me.g = current_goroutine("send", [c]() NUGO_NO_THREAD_SAFETY_ANALYSIS { c->lock.unlock(); });
   me.elem = src;
-  me.c = c;
+  me.c.store(c, std::memory_order_relaxed);
   me.send = true;
-  me.g->waiting = &me;
+  set_waiting(me.g, &me);
   c->sendq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_send);
+  clear_waiting(me.g);
   if (!me.success) throw Panic("send on closed channel");
   return true;
 }
@@ -326,10 +337,11 @@ RecvStatus chanrecv(hchan* c, void* dst, bool block) NUGO_NO_THREAD_SAFETY_ANALY
   sudog me;
   me.g = current_goroutine("receive", [c]() NUGO_NO_THREAD_SAFETY_ANALYSIS { c->lock.unlock(); });
   me.elem = dst;
-  me.c = c;
-  me.g->waiting = &me;
+  me.c.store(c, std::memory_order_relaxed);
+  set_waiting(me.g, &me);
   c->recvq.enqueue(&me);
   gopark(unlock_chan, c, WaitReason::chan_recv);
+  clear_waiting(me.g);
   return {true, me.success};
 }
 
@@ -414,6 +426,7 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
   hchan* small_locks[kSmall];
   std::vector<int> big_poll;
   std::vector<hchan*> big_locks;
+  std::unique_ptr<sudog[]> big_sudogs;  // allocated here: no allocation under the locks
   int* pollorder = small_poll;
   hchan** lockorder = small_locks;
   if (ncases > kSmall) {
@@ -421,6 +434,7 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
     big_locks.resize(ncases);
     pollorder = big_poll.data();
     lockorder = big_locks.data();
+    if (block) big_sudogs.reset(new sudog[ncases]);
   }
 
   // A random permutation of the non-nil cases (so ready cases are chosen uniformly), and
@@ -492,21 +506,21 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
   G* gp = current_goroutine("select", [&locks] { locks.unlock(); });
   SelectState state;
   sudog small_sudogs[kSmall];
-  std::vector<sudog> big_sudogs(ncases > kSmall ? ncases : 0);
-  sudog* sudogs = ncases > kSmall ? big_sudogs.data() : small_sudogs;
-  gp->waiting = nullptr;
+  sudog* sudogs = ncases > kSmall ? big_sudogs.get() : small_sudogs;
+  sudog* chain = nullptr;
   for (int i = 0; i < ncases; ++i) {
     if (!cases[i].c) continue;
     sudog& s = sudogs[i];
     s.g = gp;
     s.elem = cases[i].elem;
     s.sel = &state;
-    s.c = cases[i].c;
+    s.c.store(cases[i].c, std::memory_order_relaxed);
     s.send = cases[i].send;
-    s.waitnext = gp->waiting;
-    gp->waiting = &s;
+    s.waitnext = chain;
+    chain = &s;
     (cases[i].send ? cases[i].c->sendq : cases[i].c->recvq).enqueue(&s);
   }
+  set_waiting(gp, chain);
   gopark(unlock_select, &locks, WaitReason::select);
 
   // Pass 3: one case fired; leave the other queues.
@@ -517,6 +531,7 @@ SelectResult selectgo(SelectCase* cases, int ncases, bool block) {
       (cases[i].send ? cases[i].c->sendq : cases[i].c->recvq).unlink(&s);
   }
   locks.unlock();
+  clear_waiting(gp);
   int i = static_cast<int>(state.fired - sudogs);
   if (cases[i].send && !state.fired->success) throw Panic("send on closed channel");
   return {i, !cases[i].send && state.fired->success};

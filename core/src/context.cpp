@@ -49,9 +49,11 @@ namespace detail {
 
 // The running instance, for the time of a call that touches its timer heaps: an M's is there
 // for as long as the M runs; a plain thread counts itself in, if an instance runs at all.
+// Counted in to read: a timer wakes nobody by itself, so deadlock detection stays on (the
+// close of done, which does wake goroutines, says so itself).
 class ForeignCall {
  public:
-  ForeignCall() : on_m_(getm() != nullptr), counted_(!on_m_ && enter_runtime_foreign()) {}
+  ForeignCall() : on_m_(getm() != nullptr), counted_(!on_m_ && enter_runtime_to_read()) {}
   ~ForeignCall() {
     if (counted_) leave_runtime_foreign();
   }
@@ -132,8 +134,8 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
       NoPreempt np;
       LockGuard lock(mu);
       if (err_locked) return;
+      kids.reserve(children.size());  // before anything changes: it may throw
       err_locked = why;  // from here on, a child attaching cancels itself (attach)
-      kids.reserve(children.size());
       for (ContextState* child : children)
         if (auto kid = child->weak_from_this().lock()) kids.push_back(std::move(kid));
       children.clear();

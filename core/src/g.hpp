@@ -59,10 +59,14 @@ struct alignas(64) G : Closure {
   // write it (numa/README.md). Written by whoever owns the G at the time.
   std::int16_t home = 0;
   std::int64_t goid = 0;
+  // One word, two uses. waitlink: wait queues of blocking primitives (WaitGroup), null
+  // again before the G is readied. waiting: from the moment a channel operation queues the G
+  // until it has left every queue (after its select's third pass), its sudogs, linked by
+  // waitnext (Go's gp.waiting), for the teardown to unlink if the G is abandoned, parked or
+  // readied but never run again. Tagged with the low bit (a G* is 64-byte aligned).
   union {
-    G* waitlink = nullptr;  // wait queues of blocking primitives (WaitGroup)
-    sudog* waiting;         // parked on channels: its sudogs, linked by waitnext (Go's
-                            // gp.waiting), for the teardown to unlink if it is abandoned
+    G* waitlink = nullptr;
+    std::uintptr_t waiting;
   };
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
@@ -70,6 +74,16 @@ struct alignas(64) G : Closure {
 #if !NUGO_ASAN && !NUGO_TSAN
 static_assert(sizeof(G) == 128, "G should stay two cache lines");
 #endif
+
+inline void set_waiting(G* gp, sudog* first) {
+  gp->waiting = reinterpret_cast<std::uintptr_t>(first) | 1;
+}
+inline void clear_waiting(G* gp) { gp->waiting = 0; }
+// The sudogs of a G between a channel operation's queueing and its end, else null.
+inline sudog* waiting_sudogs(const G* gp) {
+  std::uintptr_t w = gp->waiting;
+  return (w & 1) ? reinterpret_cast<sudog*>(w & ~std::uintptr_t{1}) : nullptr;
+}
 
 // Gs are allocated in chunks, never one by one, and never freed while the runtime runs:
 // dead ones are recycled through the free lists (gfput/gfget).

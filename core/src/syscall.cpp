@@ -17,6 +17,7 @@
 #include "fatal.hpp"
 #include "preempt.hpp"
 #include "proc.hpp"
+#include "threadlocks.hpp"
 #include "trace.hpp"
 
 namespace nugo::detail {
@@ -95,7 +96,8 @@ void exitsyscall() {
   gp->status.store(GStatus::running, rlx);
 }
 
-bool in_syscall_body_now() { return in_syscall_body; }
+// Never inlined (not even by LTO): the point is an address computed afresh at each call.
+__attribute__((NUGO_NOIPA)) bool in_syscall_body_now() { return in_syscall_body; }
 
 void syscall_body_misuse(const char* call) {
   G* gp = getg();

@@ -203,13 +203,21 @@ void print_current_traceback(std::FILE* out) noexcept {
   // recurses) than a goroutine's stack may have left: it runs on a thread of its own. If
   // that fails (no thread, no memory), the report goes without the frames.
   std::string frames;
+  bool symbolized = false;
   try {
-    std::thread([&] { frames = format_traceback(tb); }).join();
-  } catch (...) {
-    frames = "(no traceback: " + std::to_string(tb.n) + " frames could not be symbolized)\n";
+    std::thread([&] {
+      try {
+        frames = format_traceback(tb);
+        symbolized = true;
+      } catch (...) {  // out of memory: below
+      }
+    }).join();
+  } catch (...) {  // no thread
   }
   std::fprintf(out, "\ngoroutine %lld [running]:\n%s", static_cast<long long>(gp->goid),
-               frames.empty() ? "(no symbols)\n" : frames.c_str());
+               !symbolized ? "(the frames could not be symbolized)\n"
+               : frames.empty() ? "(no symbols)\n"
+                                : frames.c_str());
 }
 
 }  // namespace nugo::detail
