@@ -52,7 +52,7 @@ BENCHMARKS = ["create_and_run/procs:2", "chan_sync/procs:2", "chan_prod_cons0/pr
 PROCESS_TIMEOUT_S = 300
 
 # Locality: the workloads of nugo-locality, and the n of fib (nugo-bench's kFibN in
-# experiments/bench/workloads.hpp; smaller with --quick, for time only).
+# experiments/workloads/forkjoin.hpp; smaller with --quick, for time only).
 LOCALITY_FIB_N = 27
 LOCALITY_FIB_N_QUICK = 22
 MOVED_REMOTE_NUMA_VS_FLAT_MAX = 0.10

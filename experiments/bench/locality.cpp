@@ -7,7 +7,7 @@
 // It exists for scripts/numa.py's locality section: the runtime's statistics (NUGO_STATS=PATH,
 // written when run() returns) then count this workload and nothing else, which a Google
 // Benchmark process with its warm-up and repeated iterations would not give. The workloads
-// are nugo-bench's own (workloads.hpp).
+// are nugo-bench's own (experiments/workloads/forkjoin.hpp).
 //
 // Prints one line, "workload=fib n=N seconds=S" or "workload=skynet leaves=L seconds=S",
 // where S is the wall time of the workload inside the runtime (start-up and teardown left
@@ -20,7 +20,7 @@
 #include <cstring>
 #include <nugo/nugo.hpp>
 
-#include "workloads.hpp"
+#include "../workloads/forkjoin.hpp"
 
 namespace {
 

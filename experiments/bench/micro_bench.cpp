@@ -7,7 +7,8 @@
 //   fanout_100k/procs:N      spawning 100,000 goroutines and waiting for all of them
 //   skynet/procs:N           the skynet benchmark: 1,000,000 leaves, 10-way, over channels
 //   fib/procs:N              fork-join fib(27): one goroutine per call, joined by WaitGroups
-//                            (skynet and fib live in workloads.hpp, shared with nugo-locality)
+//                            (skynet and fib live in experiments/workloads/forkjoin.hpp, shared with nugo-locality
+//                            and nugo-workload)
 //   chan_sync, chan_prod_cons0/100, select_uncontended/contended, mutex_uncontended/contended:
 //                            Go's runtime and sync benchmarks of those names, ns per op
 //   timer_churn/procs:N, timer_wake/procs:2: timers at scale (see experiments/baselines)
@@ -31,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "workloads.hpp"
+#include "../workloads/forkjoin.hpp"
 
 namespace {
 
@@ -127,7 +128,7 @@ void fanout_100k(benchmark::State& state, int procs) {
   state.counters["peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
-// ---- skynet and fib (workloads.hpp) ----
+// ---- skynet and fib (experiments/workloads/forkjoin.hpp) ----
 
 void skynet_bench(benchmark::State& state, int procs, bool traced) {
   nugo::run([&] {

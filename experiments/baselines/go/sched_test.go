@@ -128,7 +128,7 @@ func BenchmarkSkynet(b *testing.B) {
 }
 
 // fibN is the n of the fork-join fib, that of nugo's fib
-// (experiments/bench/workloads.hpp): fib(27) starts fib(28)-1 = 317,810
+// (experiments/workloads/forkjoin.hpp): fib(27) starts fib(28)-1 = 317,810
 // goroutines, tens of milliseconds per run.
 const fibN = 27
 

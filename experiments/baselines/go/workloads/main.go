@@ -1,0 +1,611 @@
+// go-workload: the Go 1.19 twin of nugo-workload (experiments/workloads/). The same
+// workloads, sizes and checks, written the way a Go programmer writes them, and the same
+// one-line JSON report, so that the experiment pipeline compares like with like.
+//
+//	go-workload fib -size small
+//	GOMAXPROCS=4 go-workload triad
+//
+// Exit status 0 if the result is right, 1 if it is not, 2 for a bad command line. Go has no
+// NUMA placement: the memory-bound workloads split their data into as many parts as
+// nugo-workload would on a one-node machine (one), with the same goroutines per part.
+package main
+
+import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type outcome struct {
+	ok     bool
+	work   float64
+	unit   string
+	result string
+}
+
+func checked(got, want int64) string {
+	op := " == "
+	if got != want {
+		op = " != "
+	}
+	return strconv.FormatInt(got, 10) + op + strconv.FormatInt(want, 10)
+}
+
+// ---- fork-join ----
+
+func fib(n int) int64 {
+	if n < 2 {
+		return int64(n)
+	}
+	var first int64
+	var joined sync.WaitGroup
+	joined.Add(1)
+	go func() {
+		first = fib(n - 1)
+		joined.Done()
+	}()
+	second := fib(n - 2)
+	joined.Wait()
+	return first + second
+}
+
+func fibSerial(n int) int64 {
+	a, b := int64(0), int64(1)
+	for i := 0; i < n; i++ {
+		a, b = b, a+b
+	}
+	return a
+}
+
+func skynet(c chan<- int64, num, size, div int64) {
+	if size == 1 {
+		c <- num
+		return
+	}
+	rc := make(chan int64)
+	for i := int64(0); i < div; i++ {
+		go skynet(rc, num+i*(size/div), size/div, div)
+	}
+	var sum int64
+	for i := int64(0); i < div; i++ {
+		sum += <-rc
+	}
+	c <- sum
+}
+
+type utsTree struct {
+	depth int
+	b0    float64
+	seed  uint32
+	nodes int64
+}
+
+func utsRoot(seed uint32) [20]byte {
+	var s [20]byte
+	binary.BigEndian.PutUint32(s[16:], seed)
+	return sha1.Sum(s[:])
+}
+
+func utsChild(parent [20]byte, index uint32) [20]byte {
+	var msg [24]byte
+	copy(msg[:20], parent[:])
+	binary.BigEndian.PutUint32(msg[20:], index)
+	return sha1.Sum(msg[:])
+}
+
+func utsChildren(s [20]byte, depth int, t utsTree) int {
+	if depth >= t.depth {
+		return 0
+	}
+	r := binary.BigEndian.Uint32(s[16:]) & 0x7fffffff
+	h := float64(r) / 2147483648.0
+	p := 1.0 / (1.0 + t.b0)
+	return int(math.Floor(math.Log(1-h) / math.Log(1-p)))
+}
+
+func utsCount(s [20]byte, depth int, t utsTree) int64 {
+	n := utsChildren(s, depth, t)
+	if n == 0 {
+		return 1
+	}
+	sub := make([]int64, n)
+	var joined sync.WaitGroup
+	joined.Add(n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			sub[i] = utsCount(utsChild(s, uint32(i)), depth+1, t)
+			joined.Done()
+		}(i)
+	}
+	joined.Wait()
+	total := int64(1)
+	for _, c := range sub {
+		total += c
+	}
+	return total
+}
+
+var queensSolutions = []int64{1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200, 73712, 365596, 2279184, 14772512}
+
+func queensSerial(n, row int, cols, diag, anti uint32) int64 {
+	if row == n {
+		return 1
+	}
+	var found int64
+	free := ^(cols | diag | anti) & (1<<uint(n) - 1)
+	for free != 0 {
+		bit := free & -free
+		free ^= bit
+		found += queensSerial(n, row+1, cols|bit, (diag|bit)<<1, (anti|bit)>>1)
+	}
+	return found
+}
+
+func queens(n, row int, cols, diag, anti uint32, spawnRows int) int64 {
+	if row >= spawnRows {
+		return queensSerial(n, row, cols, diag, anti)
+	}
+	var bits []uint32
+	for free := ^(cols | diag | anti) & (1<<uint(n) - 1); free != 0; free &= free - 1 {
+		bits = append(bits, free&-free)
+	}
+	sub := make([]int64, len(bits))
+	var joined sync.WaitGroup
+	joined.Add(len(bits))
+	for i, bit := range bits {
+		go func(i int, bit uint32) {
+			sub[i] = queens(n, row+1, cols|bit, (diag|bit)<<1, (anti|bit)>>1, spawnRows)
+			joined.Done()
+		}(i, bit)
+	}
+	joined.Wait()
+	var total int64
+	for _, s := range sub {
+		total += s
+	}
+	return total
+}
+
+const serialBelow = 4096
+
+func mergeSort(v, tmp []uint64) {
+	if len(v) <= serialBelow {
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		return
+	}
+	mid := len(v) / 2
+	var joined sync.WaitGroup
+	joined.Add(1)
+	go func() {
+		mergeSort(v[:mid], tmp[:mid])
+		joined.Done()
+	}()
+	mergeSort(v[mid:], tmp[mid:])
+	joined.Wait()
+	i, j, k := 0, mid, 0
+	for i < mid && j < len(v) {
+		if v[j] < v[i] {
+			tmp[k] = v[j]
+			j++
+		} else {
+			tmp[k] = v[i]
+			i++
+		}
+		k++
+	}
+	k += copy(tmp[k:], v[i:mid])
+	copy(tmp[k:], v[j:])
+	copy(v, tmp[:len(v)])
+}
+
+func sortInput(n int) []uint64 {
+	v := make([]uint64, n)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range v {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v[i] = x
+	}
+	return v
+}
+
+// ---- memory-bound (one part: Go places nothing) ----
+
+func split(n, parts, i int) (int, int) { return n * i / parts, n * (i + 1) / parts }
+
+func parallel(parts, n int, f func(lo, hi int)) {
+	var joined sync.WaitGroup
+	joined.Add(parts)
+	for j := 0; j < parts; j++ {
+		go func(j int) {
+			lo, hi := split(n, parts, j)
+			f(lo, hi)
+			joined.Done()
+		}(j)
+	}
+	joined.Wait()
+}
+
+func triad(n, passes, parts int) (bool, float64) {
+	const s = 3.0
+	a, b, c := make([]float64, n), make([]float64, n), make([]float64, n)
+	parallel(parts, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b[i] = float64(i % 1000)
+			c[i] = 2.0
+		}
+	})
+	for p := 0; p < passes; p++ {
+		parallel(parts, n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				a[i] = b[i] + s*c[i]
+			}
+		})
+	}
+	ok := true
+	for i := range a {
+		ok = ok && a[i] == float64(i%1000)+s*2.0
+	}
+	return ok, 3 * 8 * float64(n) * float64(passes)
+}
+
+func stencil(n, sweeps, blocks int, compareSerial bool) (bool, float64, float64) {
+	initial := func(r, c int) float64 {
+		if r == 0 && c > 0 && c+1 < n {
+			return 100
+		}
+		return 0
+	}
+	g, o := make([]float64, n*n), make([]float64, n*n)
+	for r := 0; r < n; r++ {
+		for c := 0; c < n; c++ {
+			g[r*n+c], o[r*n+c] = initial(r, c), initial(r, c)
+		}
+	}
+	sweep := func(g, o []float64, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if r == 0 || r+1 == n {
+				continue
+			}
+			for c := 1; c+1 < n; c++ {
+				o[r*n+c] = ((g[(r-1)*n+c] + g[(r+1)*n+c]) + (g[r*n+c-1] + g[r*n+c+1])) * 0.25
+			}
+		}
+	}
+	for s := 0; s < sweeps; s++ { // goroutines spawned afresh each sweep, as nugo's
+		parallel(blocks, n, func(lo, hi int) { sweep(g, o, lo, hi) })
+		g, o = o, g
+	}
+	ok := true
+	sum := 0.0
+	for r := 0; r < n; r++ {
+		for c := 0; c < n; c++ {
+			v := g[r*n+c]
+			sum += v
+			ok = ok && v >= 0 && v <= 100 && v == g[r*n+n-1-c]
+		}
+	}
+	if compareSerial {
+		sg, so := make([]float64, n*n), make([]float64, n*n)
+		for r := 0; r < n; r++ {
+			for c := 0; c < n; c++ {
+				sg[r*n+c], so[r*n+c] = initial(r, c), initial(r, c)
+			}
+		}
+		for s := 0; s < sweeps; s++ {
+			sweep(sg, so, 0, n)
+			sg, so = so, sg
+		}
+		for i := range sg {
+			ok = ok && sg[i] == g[i]
+		}
+	}
+	return ok, float64((n-2)*(n-2)) * float64(sweeps), sum
+}
+
+func histogram(n, passes, parts int) (bool, float64) {
+	n -= n % 256
+	input := make([]uint8, n)
+	parallel(parts, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			input[i] = uint8(37 * i)
+		}
+	})
+	ok := true
+	for p := 0; p < passes; p++ {
+		var total [256]uint64
+		var mu sync.Mutex
+		parallel(parts, n, func(lo, hi int) {
+			var mine [256]uint64
+			for _, b := range input[lo:hi] {
+				mine[b]++
+			}
+			mu.Lock()
+			for b := range total {
+				total[b] += mine[b]
+			}
+			mu.Unlock()
+		})
+		for _, count := range total {
+			ok = ok && count == uint64(n/256)
+		}
+	}
+	return ok, float64(n) * float64(passes)
+}
+
+// ---- communication ----
+
+func sieve(n int) []int64 {
+	numbers := make(chan int64)
+	var stop atomic.Bool
+	go func() {
+		for i := int64(2); !stop.Load(); i++ {
+			numbers <- i
+		}
+		close(numbers)
+	}()
+	var primes []int64
+	in := numbers
+	for i := 0; i < n; i++ {
+		prime := <-in
+		primes = append(primes, prime)
+		out := make(chan int64)
+		go func(in <-chan int64, out chan<- int64, prime int64) {
+			for v := range in {
+				if v%prime != 0 {
+					out <- v
+				}
+			}
+			close(out)
+		}(in, out, prime)
+		in = out
+	}
+	stop.Store(true)
+	for range in {
+	}
+	return primes
+}
+
+func primesSerial(n int) []int64 {
+	var primes []int64
+	for v := int64(2); len(primes) < n; v++ {
+		prime := true
+		for _, p := range primes {
+			if p*p > v {
+				break
+			}
+			if v%p == 0 {
+				prime = false
+				break
+			}
+		}
+		if prime {
+			primes = append(primes, v)
+		}
+	}
+	return primes
+}
+
+func pingPongHogs(rounds int64, hogs int) bool {
+	var stop atomic.Bool
+	var hogsDone atomic.Int32
+	var hogsLeft sync.WaitGroup
+	hogsLeft.Add(hogs)
+	for h := 0; h < hogs; h++ {
+		go func() {
+			x := uint64(1)
+			for !stop.Load() {
+				for i := 0; i < 1000; i++ {
+					x = x*6364136223846793005 + 1
+				}
+			}
+			if x != 0 {
+				hogsDone.Add(1)
+			}
+			hogsLeft.Done()
+		}()
+	}
+	ping, pong := make(chan int64), make(chan int64)
+	go func() {
+		for v := range ping {
+			pong <- v + 1
+		}
+		close(pong)
+	}()
+	var v int64
+	for r := int64(0); r < rounds; r++ {
+		ping <- v
+		v = <-pong
+	}
+	close(ping)
+	stop.Store(true)
+	hogsLeft.Wait()
+	return v == rounds && int(hogsDone.Load()) == hogs
+}
+
+func fanIn(producers int, each int64, buffer int) (bool, int64) {
+	c := make(chan int64, buffer)
+	var sending sync.WaitGroup
+	sending.Add(producers)
+	for p := 0; p < producers; p++ {
+		go func() {
+			for i := int64(0); i < each; i++ {
+				c <- i
+			}
+			sending.Done()
+		}()
+	}
+	go func() {
+		sending.Wait()
+		close(c)
+	}()
+	var count, sum int64
+	for v := range c {
+		count++
+		sum += v
+	}
+	total := int64(producers) * each
+	return count == total && sum == int64(producers)*(each*(each-1)/2), total
+}
+
+// ---- the table: the same sizes as nugo-workload's ----
+
+type workload struct {
+	kind string
+	run  func(size int) outcome
+}
+
+func okText(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
+var workloads = map[string]workload{
+	"fib": {"compute", func(s int) outcome {
+		n := []int{15, 22, 27, 32}[s]
+		got, want := fib(n), fibSerial(n)
+		return outcome{got == want, float64(2*want - 1), "goroutines", checked(got, want)}
+	}},
+	"skynet": {"compute", func(s int) outcome {
+		leaves := []int64{1000, 100000, 1000000, 10000000}[s]
+		c := make(chan int64)
+		go skynet(c, 0, leaves, 10)
+		got, want := <-c, leaves*(leaves-1)/2
+		return outcome{got == want, float64(leaves) * 1.111111, "goroutines", checked(got, want)}
+	}},
+	"uts": {"compute", func(s int) outcome {
+		t := []utsTree{{4, 4, 19, 944}, {6, 4, 19, 16000}, {10, 4, 19, 4130071}, {13, 4, 29, 102181082}}[s]
+		got := utsCount(utsRoot(t.seed), 0, t)
+		return outcome{got == t.nodes, float64(got), "nodes", checked(got, t.nodes)}
+	}},
+	"nqueens": {"compute", func(s int) outcome {
+		n := []int{6, 10, 14, 16}[s]
+		spawn := n
+		if spawn > 4 {
+			spawn = 4
+		}
+		got, want := queens(n, 0, 0, 0, 0, spawn), queensSolutions[n]
+		return outcome{got == want, float64(got), "solutions", checked(got, want)}
+	}},
+	"mergesort": {"compute", func(s int) outcome {
+		n := []int{10000, 200000, 4000000, 32000000}[s]
+		v := sortInput(n)
+		var before, after uint64
+		for _, x := range v {
+			before += x
+		}
+		mergeSort(v, make([]uint64, n))
+		for _, x := range v {
+			after += x
+		}
+		ok := sort.SliceIsSorted(v, func(i, j int) bool { return v[i] < v[j] }) && before == after
+		return outcome{ok, float64(n), "elements", okText(ok, "sorted, same sum", "NOT sorted or elements lost")}
+	}},
+	"triad": {"memory", func(s int) outcome {
+		n := []int{10000, 1000000, 8000000, 32000000}[s]
+		ok, bytes := triad(n, []int{2, 5, 10, 20}[s], runtime.GOMAXPROCS(0))
+		return outcome{ok, bytes, "bytes", okText(ok, "every a[i] == b[i] + 3 c[i]", "WRONG values")}
+	}},
+	"stencil": {"memory", func(s int) outcome {
+		n := []int{64, 256, 2048, 4096}[s]
+		blocks := 2 * runtime.GOMAXPROCS(0)
+		if blocks < 2 {
+			blocks = 2
+		}
+		ok, cells, sum := stencil(n, []int{10, 20, 20, 40}[s], blocks, s <= 1)
+		text := okText(ok, "symmetric, bounded", "WRONG grid")
+		if s <= 1 {
+			text += ", equal to a serial run"
+		}
+		return outcome{ok, cells, "cells", text + ", sum " + strconv.FormatFloat(sum, 'f', 6, 64)}
+	}},
+	"histogram": {"memory", func(s int) outcome {
+		n := []int{65536, 4000000, 64000000, 256000000}[s]
+		ok, bytes := histogram(n, []int{2, 3, 5, 5}[s], runtime.GOMAXPROCS(0))
+		return outcome{ok, bytes, "bytes", okText(ok, "every bucket exact", "WRONG counts")}
+	}},
+	"sieve": {"communication", func(s int) outcome {
+		n := []int{100, 500, 2000, 5000}[s]
+		got, want := sieve(n), primesSerial(n)
+		ok := len(got) == len(want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = got[i] == want[i]
+		}
+		return outcome{ok, float64(n), "primes", "prime " + strconv.Itoa(n) + ": " + checked(got[len(got)-1], want[len(want)-1])}
+	}},
+	"pingpong_hogs": {"communication", func(s int) outcome {
+		rounds := []int64{1000, 20000, 200000, 1000000}[s]
+		ok := pingPongHogs(rounds, runtime.GOMAXPROCS(0))
+		return outcome{ok, float64(rounds), "round trips", okText(ok, "every round, every hog ended", "rounds or hogs lost")}
+	}},
+	"fanin": {"communication", func(s int) outcome {
+		ok, total := fanIn(16, []int64{1000, 50000, 500000, 2000000}[s], 64)
+		return outcome{ok, float64(total), "messages", okText(ok, "every message, exact sum", "messages lost")}
+	}},
+}
+
+var sizeNames = []string{"tiny", "small", "default", "large"}
+
+func usage(problem string) {
+	names := make([]string, 0, len(workloads))
+	for name := range workloads {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(os.Stderr, "go-workload: %s\nusage: go-workload WORKLOAD [-size tiny|small|default|large]\nworkloads: %v\n", problem, names)
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage("no workload named")
+	}
+	name := os.Args[1]
+	w, known := workloads[name]
+	if !known {
+		usage("unknown workload '" + name + "'")
+	}
+	flags := flag.NewFlagSet("go-workload", flag.ContinueOnError)
+	sizeName := flags.String("size", "default", "tiny, small, default or large")
+	if err := flags.Parse(os.Args[2:]); err != nil || flags.NArg() != 0 {
+		usage("bad arguments")
+	}
+	size := -1
+	for i, s := range sizeNames {
+		if s == *sizeName {
+			size = i
+		}
+	}
+	if size < 0 {
+		usage("unknown size '" + *sizeName + "'")
+	}
+	start := time.Now()
+	o := w.run(size)
+	seconds := time.Since(start).Seconds()
+	throughput := 0.0
+	if seconds > 0 {
+		throughput = o.work / seconds
+	}
+	line, _ := json.Marshal(map[string]any{
+		"workload": name, "kind": w.kind, "size": sizeNames[size], "procs": runtime.GOMAXPROCS(0),
+		"mode": "go", "topology": "this machine", "ok": o.ok, "seconds": seconds, "work": o.work,
+		"unit": o.unit, "throughput": throughput, "result": o.result,
+	})
+	fmt.Println(string(line))
+	if !o.ok {
+		os.Exit(1)
+	}
+}
