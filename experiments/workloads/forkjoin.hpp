@@ -263,15 +263,41 @@ inline long run(int n) { return count(n, 0, 0, 0, 0, std::min(n, 4)); }
 }  // namespace nqueens
 
 // ---- merge sort: sort halves in parallel, merge, serial below a cut-off ----
+//
+// Below the cut-off the same hand-written serial merge sort runs in both twins (insertion
+// sort below 32 elements), so that the comparison is of the schedulers, not of std::sort
+// against Go's sort.Slice.
 
 namespace mergesort {
 
 inline constexpr std::size_t kSerialBelow = 4096;
+inline constexpr std::size_t kInsertionBelow = 32;
+
+// Merges v[lo, mid) and v[mid, hi) through tmp[lo, hi) back into v.
+inline void merge(std::uint64_t* v, std::uint64_t* tmp, std::size_t lo, std::size_t mid, std::size_t hi) {
+  std::size_t i = lo, j = mid, k = lo;
+  while (i < mid && j < hi) tmp[k++] = v[j] < v[i] ? v[j++] : v[i++];
+  while (i < mid) tmp[k++] = v[i++];
+  while (j < hi) tmp[k++] = v[j++];
+  for (k = lo; k < hi; ++k) v[k] = tmp[k];
+}
+
+inline void serial_sort(std::uint64_t* v, std::uint64_t* tmp, std::size_t lo, std::size_t hi) {
+  if (hi - lo <= kInsertionBelow) {
+    for (std::size_t i = lo + 1; i < hi; ++i)
+      for (std::size_t j = i; j > lo && v[j] < v[j - 1]; --j) std::swap(v[j], v[j - 1]);
+    return;
+  }
+  const std::size_t mid = lo + (hi - lo) / 2;
+  serial_sort(v, tmp, lo, mid);
+  serial_sort(v, tmp, mid, hi);
+  merge(v, tmp, lo, mid, hi);
+}
 
 // Sorts v[lo, hi) using tmp[lo, hi) as scratch.
 inline void sort(std::uint64_t* v, std::uint64_t* tmp, std::size_t lo, std::size_t hi) {
   if (hi - lo <= kSerialBelow) {
-    std::sort(v + lo, v + hi);
+    serial_sort(v, tmp, lo, hi);
     return;
   }
   const std::size_t mid = lo + (hi - lo) / 2;
@@ -283,8 +309,7 @@ inline void sort(std::uint64_t* v, std::uint64_t* tmp, std::size_t lo, std::size
   });
   sort(v, tmp, mid, hi);
   joined.wait();
-  std::merge(v + lo, v + mid, v + mid, v + hi, tmp + lo);
-  std::copy(tmp + lo, tmp + hi, v + lo);
+  merge(v, tmp, lo, mid, hi);
 }
 
 // The input: a fixed xorshift sequence, so every run sorts the same numbers.

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <nugo/nugo.hpp>
 #include <string>
@@ -28,9 +29,10 @@ const char* kSizeNames[] = {"tiny", "small", "default", "large"};
 
 struct Outcome {
   bool ok = false;
-  double work = 0;           // units of work done, for throughput
-  const char* unit = "";     // what work counts
-  std::string result;        // the value checked, and what it was checked against
+  double seconds = 0;     // the kernel only: not the input's set-up, nor the check
+  double work = 0;        // units of work done, for throughput
+  const char* unit = "";  // what work counts
+  std::string result;     // the value checked, and what it was checked against
 };
 
 struct Workload {
@@ -39,14 +41,22 @@ struct Workload {
   std::function<Outcome(Size)> run;
 };
 
-// For the memory-bound workloads: `factor` goroutines per P of each node (at least one each).
-int goroutines_per_node(const std::vector<int>& nodes, int factor) {
-  return std::max(factor, factor * nugo::gomaxprocs() / static_cast<int>(nodes.size()));
-}
-
 template <class T>
 std::string checked(T got, T want) {
   return std::to_string(got) + (got == want ? " == " : " != ") + std::to_string(want);
+}
+
+// Runs f, timed; its result.
+template <class F>
+auto timed(double* seconds, F f) {
+  auto start = workloads::Clock::now();
+  auto result = f();
+  *seconds = workloads::seconds_since(start);
+  return result;
+}
+
+Outcome from_kernel(const workloads::KernelResult& r, const char* unit, std::string result) {
+  return {r.ok, r.seconds, r.work, unit, std::move(result)};
 }
 
 const std::vector<Workload>& all() {
@@ -54,27 +64,50 @@ const std::vector<Workload>& all() {
       {"fib", "compute",
        [](Size s) {
          const int n = std::array{15, 22, 27, 32}[s];
-         long got = workloads::fib(n), want = workloads::fib_serial(n);
-         return Outcome{got == want, static_cast<double>(2 * want - 1), "goroutines", checked(got, want)};
+         Outcome o;
+         o.unit = "goroutines";
+         long got = timed(&o.seconds, [&] { return workloads::fib(n); });
+         long want = workloads::fib_serial(n);
+         o.ok = got == want;
+         o.work = static_cast<double>(workloads::fib_serial(n + 1) - 1);  // goroutines made
+         o.result = checked(got, want);
+         return o;
        }},
       {"skynet", "compute",
        [](Size s) {
          const long leaves = std::array{1'000L, 100'000L, 1'000'000L, 10'000'000L}[s];
-         long got = workloads::run_skynet(leaves), want = workloads::skynet_checksum(leaves);
-         return Outcome{got == want, leaves * 1.111111, "goroutines", checked(got, want)};
+         Outcome o;
+         o.unit = "goroutines";
+         long got = timed(&o.seconds, [&] { return workloads::run_skynet(leaves); });
+         long want = workloads::skynet_checksum(leaves);
+         o.ok = got == want;
+         o.work = static_cast<double>((10 * leaves - 1) / 9);  // every node of the tree
+         o.result = checked(got, want);
+         return o;
        }},
       {"uts", "compute",
        [](Size s) {
          const workloads::uts::Tree t = std::array{workloads::uts::kT1Depth4, workloads::uts::kT1Depth6,
                                                    workloads::uts::kT1, workloads::uts::kT1L}[s];
-         long got = workloads::uts::run(t);
-         return Outcome{got == t.nodes, static_cast<double>(got), "nodes", checked(got, t.nodes)};
+         Outcome o;
+         o.unit = "nodes";
+         long got = timed(&o.seconds, [&] { return workloads::uts::run(t); });
+         o.ok = got == t.nodes;
+         o.work = static_cast<double>(got);
+         o.result = checked(got, t.nodes);
+         return o;
        }},
       {"nqueens", "compute",
        [](Size s) {
          const int n = std::array{6, 10, 14, 16}[s];
-         long got = workloads::nqueens::run(n), want = workloads::nqueens::kSolutions[n];
-         return Outcome{got == want, static_cast<double>(got), "solutions", checked(got, want)};
+         Outcome o;
+         o.unit = "solutions";
+         long got = timed(&o.seconds, [&] { return workloads::nqueens::run(n); });
+         long want = workloads::nqueens::kSolutions[n];
+         o.ok = got == want;
+         o.work = static_cast<double>(got);
+         o.result = checked(got, want);
+         return o;
        }},
       {"mergesort", "compute",
        [](Size s) {
@@ -82,59 +115,73 @@ const std::vector<Workload>& all() {
          std::vector<std::uint64_t> v = workloads::mergesort::input(n), tmp(n);
          std::uint64_t sum_before = 0, sum_after = 0;
          for (auto x : v) sum_before += x;
-         workloads::mergesort::sort(v.data(), tmp.data(), 0, n);
+         Outcome o;
+         o.unit = "elements";
+         timed(&o.seconds, [&] {
+           workloads::mergesort::sort(v.data(), tmp.data(), 0, n);
+           return 0;
+         });
          for (auto x : v) sum_after += x;
-         bool ok = std::is_sorted(v.begin(), v.end()) && sum_after == sum_before;
-         return Outcome{ok, static_cast<double>(n), "elements",
-                        std::string(ok ? "sorted, same sum" : "NOT sorted or elements lost")};
+         o.ok = std::is_sorted(v.begin(), v.end()) && sum_after == sum_before;
+         o.work = static_cast<double>(n);
+         o.result = o.ok ? "sorted, same sum" : "NOT sorted, or elements lost";
+         return o;
        }},
       {"triad", "memory",
        [](Size s) {
-         const std::size_t per_node = std::array<std::size_t, 4>{10'000, 1'000'000, 8'000'000, 32'000'000}[s];
+         const std::size_t total = std::array<std::size_t, 4>{20'000, 2'000'000, 16'000'000, 64'000'000}[s];
          const int passes = std::array{2, 5, 10, 20}[s];
-         auto nodes = workloads::nodes_with_ps();
-         auto r = workloads::triad(nodes, per_node, passes, goroutines_per_node(nodes, 1));
-         return Outcome{r.ok, r.bytes, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values"};
+         auto r = workloads::triad(workloads::shares(total, 1), passes);
+         return from_kernel(r, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values");
        }},
       {"stencil", "memory",
        [](Size s) {
          const std::size_t n = std::array<std::size_t, 4>{64, 256, 2048, 4096}[s];
          const int sweeps = std::array{10, 20, 20, 40}[s];
-         auto nodes = workloads::nodes_with_ps();
-         auto r = workloads::stencil(nodes, n, sweeps, goroutines_per_node(nodes, 2), s <= small);
-         return Outcome{r.ok, r.cells, "cells",
-                        (r.ok ? "symmetric, bounded" : "WRONG grid") +
-                            std::string(s <= small ? ", equal to a serial run" : "") +
-                            ", sum " + std::to_string(r.checksum)};
+         auto r = workloads::stencil(n, sweeps, 2);
+         return from_kernel(r, "cells", (r.ok ? "equal to a serial run, symmetric, bounded, sum "
+                                              : "WRONG grid, sum ") + std::to_string(r.checksum));
        }},
       {"histogram", "memory",
        [](Size s) {
-         const std::size_t per_node = std::array<std::size_t, 4>{65'536, 4'000'000, 64'000'000, 256'000'000}[s];
+         const std::size_t total = std::array<std::size_t, 4>{131'072, 8'000'000, 128'000'000, 512'000'000}[s];
          const int passes = std::array{2, 3, 5, 5}[s];
-         auto nodes = workloads::nodes_with_ps();
-         auto r = workloads::histogram(nodes, per_node, passes, goroutines_per_node(nodes, 1));
-         return Outcome{r.ok, r.bytes, "bytes", r.ok ? "every bucket exact" : "WRONG counts"};
+         auto r = workloads::histogram(total, passes, 1);
+         return from_kernel(r, "bytes", r.ok ? "every bucket exact" : "WRONG counts");
        }},
       {"sieve", "communication",
        [](Size s) {
          const int n = std::array{100, 500, 2000, 5000}[s];
-         auto got = workloads::sieve(n), want = workloads::primes_serial(n);
-         return Outcome{got == want, static_cast<double>(n), "primes",
-                        "prime " + std::to_string(n) + ": " + checked(got.back(), want.back())};
+         Outcome o;
+         o.unit = "primes";
+         auto got = timed(&o.seconds, [&] { return workloads::sieve(n); });
+         auto want = workloads::primes_serial(n);
+         o.ok = got == want;
+         o.work = n;
+         o.result = "prime " + std::to_string(n) + ": " + checked(got.back(), want.back());
+         return o;
        }},
       {"pingpong_hogs", "communication",
        [](Size s) {
          const long rounds = std::array{1'000L, 20'000L, 200'000L, 1'000'000L}[s];
-         auto r = workloads::pingpong_hogs(rounds, std::max(1, nugo::gomaxprocs()));
-         return Outcome{r.ok, static_cast<double>(r.rounds), "round trips",
-                        r.ok ? "every round, every hog ended" : "rounds or hogs lost"};
+         Outcome o;
+         o.unit = "round trips";
+         auto r = timed(&o.seconds, [&] { return workloads::pingpong_hogs(rounds, nugo::gomaxprocs()); });
+         o.ok = r.ok;
+         o.work = static_cast<double>(r.rounds);
+         o.result = r.ok ? "every round, every hog ended" : "rounds or hogs lost";
+         return o;
        }},
       {"fanin", "communication",
        [](Size s) {
          const long each = std::array{1'000L, 50'000L, 500'000L, 2'000'000L}[s];
-         auto r = workloads::fan_in(16, each, 64);
-         return Outcome{r.ok, static_cast<double>(r.messages), "messages",
-                        r.ok ? "every message, exact sum" : "messages lost"};
+         Outcome o;
+         o.unit = "messages";
+         auto r = timed(&o.seconds, [&] { return workloads::fan_in(16, each, 64); });
+         o.ok = r.ok;
+         o.work = static_cast<double>(r.messages);
+         o.result = r.ok ? "every message, exact sum" : "messages lost";
+         return o;
        }},
   };
   return workloads;
@@ -182,25 +229,30 @@ int main(int argc, char** argv) {
   }
   nugo::Config cfg = nugo::Config::from_env_or_exit();
   Outcome outcome;
-  double seconds = 0;
-  int procs = 0;
+  nugo::Stats st;
+  std::string failure;
   nugo::run(
       [&] {
-        procs = nugo::gomaxprocs();
-        auto start = std::chrono::steady_clock::now();
-        outcome = workload->run(size);
-        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        try {
+          outcome = workload->run(size);
+        } catch (const std::exception& e) {  // out of memory, say: fail with a reason
+          failure = e.what();
+        }
+        st = nugo::stats();
       },
       cfg);
-  const char* mode = std::getenv("NUGO_MODE");
+  if (!failure.empty()) outcome.result = "failed: " + failure;
   std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, "
-              "\"mode\": \"%s\", \"topology\": \"%s\", \"ok\": %s, "
+              "\"mode\": \"%s\", \"topology\": \"%s\", \"emulated\": %s, \"ok\": %s, "
               "\"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", \"throughput\": %.6g, "
               "\"result\": \"%s\"}\n",
-              workload->name, workload->kind, kSizeNames[size], procs, mode ? mode : "automatic",
-              json_escape(cfg.topology.empty() ? "this machine" : cfg.topology).c_str(),
-              outcome.ok ? "true" : "false",
-              seconds, outcome.work, outcome.unit, seconds > 0 ? outcome.work / seconds : 0.0,
+              workload->name, workload->kind, kSizeNames[size], st.procs,
+              st.mode == nugo::Mode::numa ? "numa" : "flat", json_escape(st.topology_source).c_str(),
+              st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
+              outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
               json_escape(outcome.result).c_str());
+  if (!outcome.ok)
+    std::fprintf(stderr, "nugo-workload: %s (%s): WRONG RESULT: %s\n", workload->name,
+                 kSizeNames[size], outcome.result.c_str());
   return outcome.ok ? 0 : 1;
 }
