@@ -292,7 +292,9 @@ TEST_CASE("a hog pair and a light pair both progress on one P (TestPingPongHog)"
     nugo::Chan<bool> done, hog, light;
     std::atomic<long> hog_count{0}, light_count{0};
     nugo::WaitGroup wg;
-    auto run = [&](long limit, std::atomic<long>* counter, nugo::Chan<bool> wake) {
+    // wake by reference: a goroutine past wg.done() must own no channel, or main may return
+    // and abandon it with the handle in its frame, which LeakSanitizer reports (CI, ASan, 8 Ps).
+    auto run = [&](long limit, std::atomic<long>* counter, const nugo::Chan<bool>& wake) {
       for (bool stop = false; !stop;) {
         nugo::select(nugo::on_recv(done, [&](auto) { stop = true; }),
                      nugo::on_recv(wake, [&](auto) {
