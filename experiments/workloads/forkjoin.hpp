@@ -91,83 +91,60 @@ static_assert(fib_serial(kFibN) == 196'418);
 
 namespace uts {
 
-// SHA-1 (FIPS 180-4), only what the generator needs: one short message at a time.
-class Sha1 {
- public:
-  void update(const unsigned char* p, std::size_t n) {
-    bits_ += 8 * n;
-    for (std::size_t i = 0; i < n; ++i) {
-      block_[used_++] = p[i];
-      if (used_ == 64) compress();
-    }
-  }
-  std::array<unsigned char, 20> digest() {
-    const std::uint64_t bits = bits_;
-    const unsigned char one = 0x80, zero = 0;
-    update(&one, 1);
-    while (used_ != 56) update(&zero, 1);
-    unsigned char length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-    update(length, 8);
-    std::array<unsigned char, 20> out;
-    for (int i = 0; i < 20; ++i) out[i] = static_cast<unsigned char>(h_[i / 4] >> (24 - 8 * (i % 4)));
-    return out;
-  }
-
- private:
-  static std::uint32_t rotl(std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
-  void compress() {
-    std::uint32_t w[80];
-    for (int i = 0; i < 16; ++i)
-      w[i] = std::uint32_t{block_[4 * i]} << 24 | std::uint32_t{block_[4 * i + 1]} << 16 |
-             std::uint32_t{block_[4 * i + 2]} << 8 | block_[4 * i + 3];
-    for (int i = 16; i < 80; ++i) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4];
-    for (int i = 0; i < 80; ++i) {
-      std::uint32_t f = i < 20 ? (b & c) | (~b & d) : i < 40 ? b ^ c ^ d
-                      : i < 60 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
-      std::uint32_t k = i < 20 ? 0x5A827999 : i < 40 ? 0x6ED9EBA1 : i < 60 ? 0x8F1BBCDC : 0xCA62C1D6;
-      std::uint32_t t = rotl(a, 5) + f + e + k + w[i];
-      e = d;
-      d = c;
-      c = rotl(b, 30);
-      b = a;
-      a = t;
-    }
-    h_[0] += a;
-    h_[1] += b;
-    h_[2] += c;
-    h_[3] += d;
-    h_[4] += e;
-    used_ = 0;
-  }
-  std::uint32_t h_[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
-  unsigned char block_[64];
-  std::size_t used_ = 0;
-  std::uint64_t bits_ = 0;
-};
-
 using State = std::array<unsigned char, 20>;
 
 inline void put_be32(unsigned char* out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (24 - 8 * i));
 }
+inline std::uint32_t get_be32(const unsigned char* in) {
+  return std::uint32_t{in[0]} << 24 | std::uint32_t{in[1]} << 16 | std::uint32_t{in[2]} << 8 | in[3];
+}
+inline std::uint32_t rotl(std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+// SHA-1 (FIPS 180-4) of a message of at most 55 bytes: one padded block. Written as the Go
+// twin's sha1Short is, so that both spend the same work per node.
+inline State sha1_short(const unsigned char* msg, std::size_t len) {
+  unsigned char block[64] = {};
+  std::copy(msg, msg + len, block);
+  block[len] = 0x80;
+  put_be32(block + 60, static_cast<std::uint32_t>(len * 8));  // the length's high word is 0
+  std::uint32_t w[80];
+  for (int i = 0; i < 16; ++i) w[i] = get_be32(block + 4 * i);
+  for (int i = 16; i < 80; ++i) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+  std::uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+  std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+  for (int i = 0; i < 80; ++i) {
+    std::uint32_t f = i < 20 ? (b & c) | (~b & d) : i < 40 ? b ^ c ^ d
+                    : i < 60 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
+    std::uint32_t k = i < 20 ? 0x5A827999 : i < 40 ? 0x6ED9EBA1 : i < 60 ? 0x8F1BBCDC : 0xCA62C1D6;
+    std::uint32_t t = rotl(a, 5) + f + e + k + w[i];
+    e = d;
+    d = c;
+    c = rotl(b, 30);
+    b = a;
+    a = t;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  State out;
+  for (int i = 0; i < 5; ++i) put_be32(out.data() + 4 * i, h[i]);
+  return out;
+}
 
 inline State root(std::uint32_t seed) {
   unsigned char s[20] = {};
   put_be32(s + 16, seed);
-  Sha1 h;
-  h.update(s, 20);
-  return h.digest();
+  return sha1_short(s, sizeof s);
 }
 
 inline State child(const State& parent, std::uint32_t index) {
-  unsigned char i[4];
-  put_be32(i, index);
-  Sha1 h;
-  h.update(parent.data(), parent.size());
-  h.update(i, 4);
-  return h.digest();
+  unsigned char msg[24];
+  std::copy(parent.begin(), parent.end(), msg);
+  put_be32(msg + 20, index);
+  return sha1_short(msg, sizeof msg);
 }
 
 struct Tree {
@@ -183,8 +160,7 @@ inline constexpr Tree kT1Depth4{4, 4.0, 19, 944};
 
 inline int children(const State& s, int depth, const Tree& t) {
   if (depth >= t.depth) return 0;
-  const std::uint32_t r = (std::uint32_t{s[16]} << 24 | std::uint32_t{s[17]} << 16 |
-                           std::uint32_t{s[18]} << 8 | s[19]) & 0x7fffffff;
+  const std::uint32_t r = get_be32(s.data() + 16) & 0x7fffffff;
   const double h = r / 2147483648.0;      // uniform in [0, 1)
   const double p = 1.0 / (1.0 + t.b0);    // geometric with mean b0
   return static_cast<int>(std::floor(std::log(1 - h) / std::log(1 - p)));
