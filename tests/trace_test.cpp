@@ -64,17 +64,19 @@ void churn(std::atomic<bool>& stop, nugo::WaitGroup& wg, int workers) {
   wg.add(workers);
   for (int w = 0; w < workers; ++w)
     nugo::go([&stop, &wg] {
-      nugo::Chan<int> c(1);
-      while (!stop.load(std::memory_order_relaxed)) {
-        nugo::WaitGroup inner;
-        inner.add(1);
-        nugo::go([&inner, c]() mutable {
-          c.send(1);
-          inner.done();
-        });
-        c.recv();
-        inner.wait();
-        nugo::yield();
+      {  // c is gone before wg.done(): main may return and abandon this goroutine right after
+        nugo::Chan<int> c(1);
+        while (!stop.load(std::memory_order_relaxed)) {
+          nugo::WaitGroup inner;
+          inner.add(1);
+          nugo::go([&inner, c]() mutable {
+            c.send(1);
+            inner.done();
+          });
+          c.recv();
+          inner.wait();
+          nugo::yield();
+        }
       }
       wg.done();
     });
