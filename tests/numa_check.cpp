@@ -309,9 +309,13 @@ void check_memory() {
   // alloc_local from a goroutine on node k: on k. "The caller's node" is where it runs at
   // the call: a goroutine preempted and stolen in between (sysmon's slices end quickly under
   // TCG) is on another node by then, so the node is read around the call and a call that
-  // straddled a move is not counted.
+  // straddled a move is not counted. The slice is the longest there is, so that the call is
+  // not preempted at all: a goroutine moved away and back again during it (node 1, 0, 1, seen
+  // once in CI) reads the same node on both sides of a call that ran elsewhere.
   std::atomic<int> counted{0};
-  auto local_bad = on_every_node(numa_config(), 4, [&](int) -> std::string {
+  nugo::Config unpreempted = numa_config();
+  unpreempted.timeslice = nugo::Config::kMaxTimeslice;
+  auto local_bad = on_every_node(unpreempted, 4, [&](int) -> std::string {
     std::string d;
     std::size_t n = 1 << 20;
     int before = nugo::this_g::node();
