@@ -8,18 +8,20 @@
 #                                     clang checks (scripts/test.sh --thread-safety), the
 #                                     fuzzer (scripts/fuzz.sh) and the protocol models
 #                                     (scripts/models.sh)
+#   scripts/bootstrap.sh --paper      also TeX (latexmk and the LaTeX base), for paper/paper.pdf
 # Runs apt-get as root, or through sudo.
 set -euo pipefail
 
-usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm] [--checks]" >&2; exit 2; }
+usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm] [--checks] [--paper]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
-          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib)
+          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-tabulate)
 for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
     --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
     --checks) packages+=(clang libclang-rt-14-dev spin) ;;
+    --paper) packages+=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended) ;;
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

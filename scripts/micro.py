@@ -52,13 +52,14 @@ lacks one of the six, 2 on bad arguments.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GO_TWIN_DIR = REPO_ROOT / "experiments" / "baselines" / "go"
@@ -140,11 +141,7 @@ GO_NAMES = {
     "BenchmarkTimerWake": "timer_wake",
 }
 
-# Name components that Google Benchmark appends to a registered name.
-GBENCH_NAME_DECORATIONS = re.compile(
-    r"^(real_time|manual_time|(min_time|min_warmup_time|iterations|repeats|threads):.*)$"
-)
-NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+NS_PER_UNIT = explib.NS_PER_UNIT
 # Metrics read besides the time: user counters of Google Benchmark, units of
 # b.ReportMetric for Go. Peak RSS is the largest value seen; the others are
 # medians over repetitions like the time.
@@ -315,36 +312,20 @@ def is_executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-class Runner:
-    """Runs commands with the run's timeout and keeps the list of what it ran."""
+class Runner(explib.Runner):
+    """explib's Runner (a timeout on every command, the list of what ran), with this run's
+    timeout, returning stdout and raising BenchmarkFailure."""
 
     def __init__(self, settings: Settings):
+        super().__init__(timeout_s=settings.timeout_s)
         self.settings = settings
-        self.commands: list[str] = []
 
     def run(self, command: list[str], cwd: Path | None = None,
             env: dict[str, str] | None = None) -> str:
-        shown = " ".join(shell_quote(part) for part in command)
-        self.commands.append(f"(cd {cwd} && {shown})" if cwd else shown)
-        print(f"+ {shown}", file=sys.stderr, flush=True)
         try:
-            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
-                                  timeout=self.settings.timeout_s)
-        except subprocess.TimeoutExpired:
-            raise BenchmarkFailure(f"{shown}: no result after {self.settings.timeout_s} s")
-        if done.returncode != 0:
-            raise BenchmarkFailure(
-                f"{shown}: exit status {done.returncode}\n{tail(done.stdout + done.stderr)}"
-            )
-        return done.stdout
-
-
-def shell_quote(part: str) -> str:
-    return part if re.fullmatch(r"[\w./:=,+-]+", part) else "'" + part.replace("'", "'\\''") + "'"
-
-
-def tail(text: str, lines: int = 20) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
+            return super().run(command, cwd=cwd, env=env).stdout
+        except explib.Failed as failure:
+            raise BenchmarkFailure(str(failure))
 
 
 def run_gbench_binary(runner: Runner, binary: Path,
@@ -416,22 +397,7 @@ def parse_gbench_json(output: str, binary: Path) -> dict[str, Measurement]:
     }
 
 
-def canonical_gbench_name(name: str) -> str:
-    """"fanout_100k/procs:1/real_time" -> "fanout_100k/procs:1"."""
-    parts = [part for part in name.split("/") if not GBENCH_NAME_DECORATIONS.match(part)]
-    return "/".join(parts)
-
-
-def go_environment(build_dir: Path) -> dict[str, str]:
-    # Everything Go writes stays under the build directory, and no step may
-    # reach for the network (the module proxy is unreachable here).
-    return os.environ | {
-        "GOCACHE": str(build_dir / "go-cache"),
-        "GOPATH": str(build_dir / "gopath"),
-        "GOFLAGS": "-mod=mod",
-        "CGO_ENABLED": "0",
-        "GOTOOLCHAIN": "local",
-    }
+canonical_gbench_name = explib.gbench_name
 
 
 def build_go_twin(runner: Runner, build_dir: Path, notes: list[str]) -> Path | None:
@@ -441,7 +407,7 @@ def build_go_twin(runner: Runner, build_dir: Path, notes: list[str]) -> Path | N
         return None
     test_binary = build_dir / "go-bench.test"
     runner.run([go, "test", "-c", "-o", str(test_binary)], cwd=GO_TWIN_DIR,
-               env=go_environment(build_dir))
+               env=explib.go_environment(build_dir))
     return test_binary
 
 
@@ -470,22 +436,10 @@ def run_go_twin(runner: Runner, test_binary: Path) -> dict[str, Measurement]:
     }
 
 
-# "BenchmarkFanOut100k-2   	      19	  61390114 ns/op	        63.16 peak_rss_mib"
-# Go appends -N to the name when GOMAXPROCS is N != 1.
-GO_RESULT_LINE = re.compile(r"^(Benchmark\w+)(?:-(\d+))?\s+\d+\s+(.*)$")
-GO_METRIC = re.compile(r"([-+0-9.eE]+)\s+(\S+)")
-
-
 def parse_go_bench_output(output: str) -> list[tuple[str, dict[str, float]]]:
-    results = []
-    for line in output.splitlines():
-        match = GO_RESULT_LINE.match(line.strip())
-        if not match or match.group(1) not in GO_NAMES:
-            continue
-        procs = match.group(2) or "1"
-        metrics = {unit: float(value) for value, unit in GO_METRIC.findall(match.group(3))}
-        results.append((f"{GO_NAMES[match.group(1)]}/procs:{procs}", metrics))
-    return results
+    """The Go twin's results under nugo's benchmark names: ("fanout_100k/procs:2", metrics)."""
+    return [(f"{GO_NAMES[name]}/procs:{procs}", metrics)
+            for name, procs, metrics in explib.parse_go_bench(output) if name in GO_NAMES]
 
 
 @dataclass

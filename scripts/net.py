@@ -1,7 +1,7 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Run nugo's network applications beside their Go twins, with the same load.
 
-usage: scripts/net.py BUILD_DIR OUT_DIR [--quick]
+usage: scripts/net.py --out DIR [--build-dir BUILD] [--quick]
 
 Servers: BUILD/experiments/nugo-http and nugo-echo, and the Go twins of
 experiments/baselines/go/apps (built here with Go 1.19, standard library only):
@@ -18,21 +18,23 @@ does much more per request). Load: wrk (Debian package) on loopback, 2 threads.
 
 Targets, checked in the same run, at both loads: against httpraw (issue 14),
 nugo's requests/s >= 1.2x and p99 <= httpraw's; against net/http (issue 5),
-requests/s >= 1.0x and p99 <= net/http's. Every subprocess has a timeout. Writes OUT_DIR/net.md and net.json. Exit status: 0
-when everything ran (targets may miss: the table says so), 1 when something failed
-to run, 2 on bad usage.
+requests/s >= 1.0x and p99 <= net/http's. Every subprocess has a timeout, and a
+server that does not say where it listens within 30 s is a failure. Writes DIR/net.md
+and net.json (with the settings and commands). Exit status: 0 when everything ran
+(targets may miss: the table says so), 1 when something failed to run, 2 on bad usage.
 """
-import json
-import os
 import re
+import select
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-GO_DIR = Path(__file__).resolve().parent.parent / "experiments" / "baselines" / "go"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
+
+RUNNER = explib.Runner(timeout_s=600)
 
 
 def fail(msg: str):
@@ -40,18 +42,15 @@ def fail(msg: str):
     sys.exit(1)
 
 
-def build_go(out: Path) -> dict:
-    env = dict(os.environ, GOFLAGS="-mod=mod", GO111MODULE="on")
+def build_go(build: Path) -> dict:
     bins = {}
     for app in ("http", "httpraw", "echo"):
-        exe = out / f"go-{app}"
+        exe = build / f"go-{app}"
         try:
-            r = subprocess.run(["go", "build", "-o", str(exe), f"./apps/{app}"], cwd=GO_DIR,
-                               capture_output=True, text=True, env=env, timeout=600)
-        except subprocess.TimeoutExpired:
-            fail(f"go build ./apps/{app} timed out")
-        if r.returncode != 0:
-            fail(f"go build ./apps/{app} failed:\n{r.stdout}{r.stderr}")
+            RUNNER.run(["go", "build", "-o", exe, f"./apps/{app}"], cwd=explib.GO_DIR,
+                       env=explib.go_environment(build))
+        except explib.Failed as e:
+            fail(str(e))
         bins[app] = exe
     return bins
 
@@ -60,9 +59,11 @@ class Server:
     """A server process on an ephemeral port (it prints "listening on ADDR:PORT")."""
 
     def __init__(self, argv):
+        RUNNER.commands.append(explib.quote(argv + ["--port", "0"]))
         self.proc = subprocess.Popen(argv + ["--port", "0"], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        line = self.proc.stdout.readline() if ready else "(nothing in 30 s)"
         m = re.search(r"listening on .*:(\d+)", line)
         if not m:
             self.proc.kill()
@@ -92,11 +93,9 @@ def wrk(port: int, path: str, conns: int, secs: int) -> dict:
     cmd = ["wrk", "-t2", f"-c{conns}", f"-d{secs}s", "--timeout", "5s", "--latency",
            f"http://127.0.0.1:{port}{path}"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + 60)
-    except subprocess.TimeoutExpired:
-        fail(f"{' '.join(cmd)} timed out")
-    if r.returncode != 0:
-        fail(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+        r = RUNNER.run(cmd, timeout_s=secs + 60)
+    except explib.Failed as e:
+        fail(str(e))
     rps = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
     p99 = re.search(r"^\s+99%\s+(\S+)", r.stdout, re.M)
     if not rps or not p99:
@@ -113,8 +112,11 @@ def storm(server: Server, secs: int) -> dict:
     load = subprocess.Popen(["wrk", "-t2", "-c400", f"-d{secs}s", "--timeout", "5s",
                              f"http://127.0.0.1:{server.port}/sleep"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    peak, deadline = 0, time.monotonic() + secs + 60
     while load.poll() is None:
+        if time.monotonic() > deadline:
+            load.kill()
+            fail(f"wrk on /sleep did not end {secs + 60} s after it started")
         peak = max(peak, server.threads())
         time.sleep(0.1)
     out = load.stdout.read()
@@ -127,11 +129,10 @@ def storm(server: Server, secs: int) -> dict:
 def echo(server_argv, client_argv) -> float:
     s = Server(server_argv)
     try:
-        r = subprocess.run(client_argv + ["--port", str(s.port), "--conns", "100", "--msgs", "2000",
-                                          "--size", "64"], capture_output=True, text=True,
-                           timeout=300)
-    except subprocess.TimeoutExpired:
-        fail(f"echo client {client_argv[0]} timed out")
+        r = RUNNER.run(client_argv + ["--port", s.port, "--conns", "100", "--msgs", "2000", "--size", "64"],
+                       timeout_s=300, check=False)
+    except explib.Failed as e:
+        fail(str(e))
     finally:
         s.stop()
     m = re.search(r"rtt/s: ([\d.]+)", r.stdout)
@@ -141,12 +142,9 @@ def echo(server_argv, client_argv) -> float:
 
 
 def main() -> int:
-    argv = [a for a in sys.argv[1:] if a != "--quick"]
-    quick = "--quick" in sys.argv[1:]
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    build, out_dir = Path(argv[0]).resolve(), Path(argv[1]).resolve()  # go build runs elsewhere
+    args = explib.parser("net.py", __doc__).parse_args()
+    quick = args.quick
+    build, out_dir = args.build_dir.resolve(), args.out.resolve()  # go build runs elsewhere
     nugo_http = build / "experiments" / "nugo-http"
     nugo_echo = build / "experiments" / "nugo-echo"
     for exe in (nugo_http, nugo_echo):
@@ -157,7 +155,7 @@ def main() -> int:
         print("net.py: wrk not found (scripts/bootstrap.sh --baselines installs it)", file=sys.stderr)
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
-    go = build_go(out_dir)
+    go = build_go(build)
     secs, runs = (3, 1) if quick else (10, 3)
 
     servers = {"nugo": Server([str(nugo_http)]), "goraw": Server([str(go["httpraw"])]),
@@ -172,9 +170,11 @@ def main() -> int:
                 for name, s in servers.items():  # in turn, so drift hits all
                     samples[name].append(wrk(s.port, "/echo", conns, secs))
             for name, rows in samples.items():
+                rps = explib.spread([r["rps"] for r in rows])
+                p99 = explib.spread([r["p99_ms"] for r in rows])
                 results["http"][f"{name}/{conns}"] = {
-                    "rps": statistics.median(r["rps"] for r in rows),
-                    "p99_ms": statistics.median(r["p99_ms"] for r in rows),
+                    "rps": rps.median, "rps_min": rps.lo, "rps_max": rps.hi,
+                    "p99_ms": p99.median, "p99_ms_min": p99.lo, "p99_ms_max": p99.hi,
                     "runs": rows}
         for name in ("nugo", "go"):  # the thread storm is the runtimes', not the parsers'
             results["storm"][name] = storm(servers[name], 4 if quick else 10)
@@ -189,7 +189,8 @@ def main() -> int:
              f"`scripts/net.py` on this machine: wrk -t2, {secs} s per run, median of {runs}, the "
              "servers in turn; each at its default of one P (GOMAXPROCS) per CPU. Go raw: "
              "apps/httpraw, the same minimal parser as nugo-http over package net (like for "
-             "like, the headline); Go net/http: apps/http.", "",
+             "like, the headline); Go net/http: apps/http. Requests/s and p99: the median, and "
+             "[min, max] over the runs.", "",
              "## HTTP /echo (keep-alive)", "",
              "| connections | nugo req/s | Go raw req/s | ratio | nugo p99 | Go raw p99 | "
              "target >= 1.2x, p99 <= | Go net/http req/s | ratio | Go net/http p99 | "
@@ -201,9 +202,15 @@ def main() -> int:
         ok = n["rps"] >= g["rps"] and n["p99_ms"] <= g["p99_ms"]
         verdicts[f"http {conns} vs raw"] = ok_raw
         verdicts[f"http {conns} vs net/http"] = ok
-        lines.append(f"| {conns} | {n['rps']:,.0f} | {r['rps']:,.0f} | {n['rps'] / r['rps']:.2f}x | "
-                     f"{n['p99_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {'met' if ok_raw else 'missed'} | "
-                     f"{g['rps']:,.0f} | {n['rps'] / g['rps']:.2f}x | {g['p99_ms']:.2f} ms | "
+        def req(x):
+            return f"{x['rps']:,.0f} [{x['rps_min']:,.0f}, {x['rps_max']:,.0f}]"
+
+        def p99(x):
+            return f"{x['p99_ms']:.2f} ms [{x['p99_ms_min']:.2f}, {x['p99_ms_max']:.2f}]"
+
+        lines.append(f"| {conns} | {req(n)} | {req(r)} | {n['rps'] / r['rps']:.2f}x | "
+                     f"{p99(n)} | {p99(r)} | {'met' if ok_raw else 'missed'} | "
+                     f"{req(g)} | {n['rps'] / g['rps']:.2f}x | {p99(g)} | "
                      f"{'met' if ok else 'missed'} |")
     sn, sg = results["storm"]["nugo"], results["storm"]["go"]
     lines += ["", "## /sleep storm (400 connections, 1 s nanosleep per request)", "",
@@ -216,7 +223,9 @@ def main() -> int:
               "| nugo round trips/s | Go round trips/s | ratio |", "|---|---|---|",
               f"| {en:,.0f} | {eg:,.0f} | {en / eg:.2f}x |"]
     (out_dir / "net.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "net.json").write_text(json.dumps({**results, "targets": verdicts}, indent=1))
+    explib.write_json(out_dir / "net.json", {**results, "targets": verdicts},
+                      {"quick": quick, "seconds_per_run": secs, "runs": runs, "wrk_threads": 2,
+                       "connections": [100, 400], "build_dir": str(build)}, RUNNER.commands)
     print("\n".join(lines))
     print(f"\nwrote {out_dir / 'net.md'} and {out_dir / 'net.json'}")
     return 0

@@ -1,7 +1,7 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Run nugo's sysmon/preemption/syscall benchmarks beside their Go twins.
 
-usage: scripts/preempt.py BUILD_DIR OUT_DIR [--quick] [--repetitions R]
+usage: scripts/preempt.py --out DIR [--build-dir BUILD] [--quick] [--repetitions R]
 
 Runs BUILD/experiments/nugo-preempt-bench and the Go benchmarks of
 experiments/baselines/go/preempt_test.go (Go 1.19 on PATH, standard library
@@ -27,39 +27,30 @@ failure, not a hung script.
 Exit status: 0 when all ran (targets may miss: the table says so), 1 when a
 benchmark failed or timed out, 2 on bad usage.
 """
-import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from micro import go_environment  # the one offline Go environment (scripts/micro.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
 
-GO_DIR = Path(__file__).resolve().parent.parent / "experiments" / "baselines" / "go"
+GO_DIR = explib.GO_DIR
 SLICES = (("10ms", 10_000), ("1ms", 1_000), ("200us", 200))
 OVERHEAD_CONFIGS = ["async:off", "slice:10ms", "slice:1ms", "slice:200us"]
 ITERS_PER_OP = 200e6  # compute() iterations per benchmark op (preempt_bench.cpp, preempt_test.go)
 TIMEOUT_S = 300
 
 
-class Failed(Exception):
-    pass
+Failed = explib.Failed
+RUNNER = explib.Runner(timeout_s=TIMEOUT_S, echo=False)
 
 
 def run(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd,
-                             timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise Failed(f"timed out after {TIMEOUT_S} s: {' '.join(cmd)}")
-    if out.returncode != 0:
-        raise Failed(f"exit {out.returncode}: {' '.join(cmd)}\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
-    return out.stdout
+    return RUNNER.run(cmd, env=env, cwd=cwd).stdout
 
 
 def nugo_bench(exe: Path, pattern: str, min_time: float | None = None) -> dict:
@@ -69,22 +60,13 @@ def nugo_bench(exe: Path, pattern: str, min_time: float | None = None) -> dict:
     out = run(cmd)
     if not out.strip():
         raise Failed(f"no benchmark matched: {' '.join(cmd)}")
-    rows = {}
-    for b in json.loads(out)["benchmarks"]:
-        rows[re.sub(r"/(real_time|iterations:\d+)", "", b["name"])] = b
-    return rows
+    return {b["name"]: b for b in explib.parse_gbench(out, str(exe))}
 
 
 def go_bench(binary: Path, pattern: str, cpu: str, benchtime: str, extra_env: dict) -> dict:
     out = run([str(binary), "-test.run", "^$", "-test.bench", pattern, "-test.cpu", cpu,
                "-test.benchtime", benchtime], env=os.environ | extra_env)
-    rows = {}
-    for line in out.splitlines():
-        m = re.match(r"^(Benchmark\w+?)(-\d+)?\s+\d+\s+(.*)$", line)
-        if m:
-            f = m.group(3).split()
-            rows[m.group(1)] = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
-    return rows
+    return {name: metrics for name, _, metrics in explib.parse_go_bench(out)}
 
 
 def median_range(values: list[float]) -> tuple[float, float, float]:
@@ -92,12 +74,10 @@ def median_range(values: list[float]) -> tuple[float, float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("build", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--quick", action="store_true")
+    parser = explib.parser("preempt.py", __doc__)
     parser.add_argument("--repetitions", type=int)
     args = parser.parse_args()
+    args.build, args.out = args.build_dir, args.out
     rounds = args.repetitions or (3 if args.quick else 5)
     if rounds < 1:
         parser.error("--repetitions must be at least 1")
@@ -119,7 +99,7 @@ def report(args, exe: Path, rounds: int) -> int:
     if shutil.which("go"):
         go_binary = args.build / "go-preempt.test"
         run(["go", "test", "-c", "-o", str(go_binary.resolve())],
-            env=go_environment(args.build.resolve()),
+            env=explib.go_environment(args.build),
             cwd=GO_DIR)
         commands.append(f"go test -c -o {go_binary} (in {GO_DIR})")
 
@@ -175,7 +155,7 @@ def report(args, exe: Path, rounds: int) -> int:
 
     verdicts = {}
     lines = ["# sysmon, preemption and system calls: nugo beside Go 1.19", "",
-             f"`scripts/preempt.py {args.build} {args.out}{' --quick' if args.quick else ''}` "
+             f"`scripts/preempt.py --build-dir {args.build} --out {args.out}{' --quick' if args.quick else ''}` "
              "on this machine; Go's slice is fixed at 10 ms.", "",
              "## Preemption latency (1 P: a call-free hog and a goroutine sleeping 100 us)", "",
              "| slice | nugo p50 | nugo p99 | Go p50 | Go p99 | p99 / slice | target <= 1.2x |",

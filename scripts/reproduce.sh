@@ -1,45 +1,156 @@
 #!/usr/bin/env bash
-# The main job: build nugo (Release) with its baselines, run the micro-benchmarks beside their
-# Go 1.19 and Boost.Fiber twins in one go, and print the comparison table with ratios.
-#   scripts/reproduce.sh           full run (5 repetitions, medians; a few minutes)
-#   scripts/reproduce.sh --quick   one short repetition of everything (a smoke test)
-# Results: results/micro/ (micro.md, micro.json), results/preempt/, results/net/, and
-# results/numa/ (NUMA mode against flat mode on emulated 2- and 4-node machines, with the
-# locality statistics, and the NUGO_NUMA policies against each other: scheduler decisions,
-# not memory speed), and results/trace/ (what the execution tracer costs, and a timeline of a
-# fork-join run, flat beside NUMA mode, on the emulated 2-node machine). Later issues grow
-# this into the paper's experiment pipeline.
+# The experiment pipeline, one command on a fresh machine: bootstrap, a Release build, the
+# workload sweep (flat mode, NUMA mode and Go; on a one-node machine also on emulated 2-, 4- and
+# 24-node topologies, labelled emulated), the micro-benchmarks, preemption, network, NUMA-policy
+# and tracer comparisons, every figure, the paper's numbers, and the paper itself when TeX is
+# installed (scripts/bootstrap.sh --paper).
+#
+#   scripts/reproduce.sh            the default run (under 30 minutes on 2 cores)
+#   scripts/reproduce.sh --quick    every workload at a tiny size, one repetition (CI's smoke)
+#   scripts/reproduce.sh --full     for a real multi-socket machine: every P count, large sizes
+#   --only W,...      the sweep of these workloads only, and none of the other comparisons
+#   --modes M,...     flat, numa, go          --procs N,...   P counts
+#   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py)
+#   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
+#   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
+#                     configure, only the targets built (ctest runs the pipeline this way)
+#
+# Results: DIR/results.csv (one row per workload run, with the runtime's counters),
+# DIR/machine.json, DIR/sweep.md, DIR/{micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
+# DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (all of this output).
+# A default or --full run into the default directory also publishes its figures and numbers to
+# paper/figures/ and paper/generated/ (the committed ones); --quick and --out never touch them.
+# Bad input (an unknown workload, a missing topology file, a P count out of range) exits with
+# status 2 before anything runs; a failed experiment makes the exit status 1 at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/reproduce.sh [--quick]" >&2; exit 2; }
+usage() {
+  echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
+  echo "                            [--topology T,...] [--out DIR] [--build-dir DIR]" >&2
+  exit 2
+}
 
-quick=()
-for arg in "$@"; do
-  case "$arg" in
-    --quick) quick=(--quick) ;;
+profile=default
+sweep_args=()
+only=""
+out=""
+build=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) [ "$profile" = full ] && { echo "reproduce.sh: --quick and --full exclude each other" >&2; exit 2; }
+             profile=quick ;;
+    --full) [ "$profile" = quick ] && { echo "reproduce.sh: --quick and --full exclude each other" >&2; exit 2; }
+            profile=full ;;
+    --only|--modes|--procs|--topology|--out|--build-dir)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "reproduce.sh: $1 needs a value" >&2; usage; }
+      case "$1" in
+        --out) out=$2 ;;
+        --build-dir) build=$2 ;;
+        --only) only=$2; sweep_args+=("$1" "$2") ;;
+        *) sweep_args+=("$1" "$2") ;;
+      esac
+      shift ;;
     -h|--help) usage ;;
-    *) echo "reproduce.sh: unknown argument '$arg'" >&2; usage ;;
+    *) echo "reproduce.sh: unknown argument '$1'" >&2; usage ;;
   esac
+  shift
 done
+profile_flag=()
+[ "$profile" != default ] && profile_flag=("--$profile")
 
-bash scripts/bootstrap.sh --baselines
+py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
+targets=(nugo-workload nugo-topo)
+[ -z "$only" ] && targets+=(nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo fiber-bench)
+if [ -z "$build" ]; then
+  bash scripts/bootstrap.sh --baselines
+  build=build-release
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF >/dev/null
+elif [ ! -f "$build/CMakeCache.txt" ]; then
+  echo "reproduce.sh: --build-dir $build: not a configured build directory" >&2
+  exit 2
+fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
-build=build-release
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF
-cmake --build "$build" -j "$(nproc)" --target nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo fiber-bench nugo-topo
+# Everything the sweep will be asked is checked before anything runs (status 2 on bad input).
+$py scripts/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}"
+
+publish=""
+if [ -z "$out" ]; then
+  out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
+  [ "$profile" != quick ] && [ -z "$only" ] && publish=1
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+case "$out" in "$PWD"/results/*) ln -sfn "$out" results/latest ;; esac
+exec > >(tee "$out/reproduce.log") 2>&1
+
+steps=(sweep)
+[ -z "$only" ] && steps+=(micro preempt net numa trace)
+steps+=(plot paper)
+started=$(date +%s)
+step=0
+begin() {
+  step=$((step + 1))
+  local now=$(date +%s)
+  echo
+  echo "=== reproduce.sh: step $step of ${#steps[@]}: $1 (elapsed $(( (now - started) / 60 ))m$(( (now - started) % 60 ))s) ==="
+}
+failed=()
+quick=()
+[ "$profile" = quick ] && quick=(--quick)
+
+"$build/topology/nugo-topo" | head -n 12
+
+begin "workload sweep (scripts/sweep.py)"
+$py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" || failed+=(sweep)
+if [ -z "$only" ]; then
+  begin "micro-benchmarks beside Go and Boost.Fiber (scripts/micro.py)"
+  $py scripts/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}" || failed+=(micro)
+  begin "sysmon, preemption and system calls beside Go (scripts/preempt.py)"
+  $py scripts/preempt.py --build-dir "$build" --out "$out/preempt" "${quick[@]}" || failed+=(preempt)
+  begin "HTTP under wrk and TCP echo beside Go (scripts/net.py)"
+  $py scripts/net.py --build-dir "$build" --out "$out/net" "${quick[@]}" || failed+=(net)
+  begin "NUMA mode against flat mode, and the policies (scripts/numa.py, numa_policies.py)"
+  $py scripts/numa.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa)
+  $py scripts/numa_policies.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa_policies)
+  begin "the execution tracer's cost and a timeline (scripts/tracer.py)"
+  $py scripts/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
+fi
+
+begin "figures and the paper's numbers (scripts/plot.py)"
+$py scripts/plot.py "$out" || failed+=(plot)
+
+begin "the paper (latexmk)"
+rm -rf "$out/paper"
+mkdir -p "$out/paper"
+cp paper/*.tex paper/*.bib "$out/paper/" 2>/dev/null || true
+cp -r "$out/figures" "$out/generated" "$out/paper/" 2>/dev/null || true
+if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
+  if (cd "$out/paper" && latexmk -pdf -interaction=nonstopmode -halt-on-error paper.tex >latexmk.log 2>&1); then
+    echo "reproduce.sh: built $out/paper/paper.pdf"
+  else
+    tail -n 30 "$out/paper/latexmk.log"
+    failed+=(paper)
+  fi
+else
+  echo "reproduce.sh: no TeX here, so no PDF: the figures are in $out/figures; for the PDF run"
+  echo "  scripts/bootstrap.sh --paper && scripts/reproduce.sh"
+fi
+
+if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
+  cp "$out"/figures/*.png paper/figures/
+  cp "$out"/generated/*.tex paper/generated/
+  [ -f "$out/paper/paper.pdf" ] && cp "$out/paper/paper.pdf" paper/paper.pdf
+  echo "reproduce.sh: published the figures and numbers to paper/figures/ and paper/generated/"
+fi
 
 echo
-"$build/topology/nugo-topo" | head -n 20
+echo "=== reproduce.sh: done in $(( ($(date +%s) - started) / 60 ))m$(( ($(date +%s) - started) % 60 ))s ==="
+[ -f "$out/sweep.md" ] && sed -n '3,200p' "$out/sweep.md"
 echo
-python3 scripts/micro.py --build-dir "$build" --out results/micro "${quick[@]}"
-echo
-python3 scripts/preempt.py "$build" results/preempt "${quick[@]}"
-echo
-python3 scripts/net.py "$build" results/net "${quick[@]}"
-echo
-python3 scripts/numa.py "$build" results/numa "${quick[@]}"
-echo
-python3 scripts/numa_policies.py "$build" results/numa "${quick[@]}"
-echo
-python3 scripts/tracer.py "$build" results/trace "${quick[@]}"
+echo "results: $out (results.csv, machine.json, sweep.md, figures/, generated/numbers.tex, logs/)"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "reproduce.sh: FAILED: ${failed[*]} (see $out/reproduce.log)" >&2
+  exit 1
+fi

@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import micro  # noqa: E402  (the Go twin: its environment and its output)
+import explib  # noqa: E402
+import micro  # noqa: E402  (the Go twin's names and its output)
 import numa  # noqa: E402  (the emulated topologies and the process runner)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +88,7 @@ def go_traced_ratios(build, reps, quick):
     if not go:
         return {}
     binary = build / "go-bench.test"
-    env = micro.go_environment(build)
+    env = explib.go_environment(build)
     r = subprocess.run([go, "test", "-c", "-o", str(binary)], cwd=micro.GO_TWIN_DIR, env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:

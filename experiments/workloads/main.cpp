@@ -3,6 +3,11 @@
 //
 //   nugo-workload fib --size small
 //   NUGO_PROCS=4 NUGO_MODE=numa NUGO_TOPOLOGY=xml:... nugo-workload triad
+//   nugo-workload triad --latency-model off
+//
+// --latency-model on|off|auto (default auto): the emulated memory latency model of the
+// memory-bound workloads (memory.hpp). auto turns it on for a memory-bound workload on an
+// emulated topology with more than one node with CPUs; on is refused on a real topology.
 //
 // Exit status 0 if the result is right, 1 if it is not (the JSON says "ok": false), 2 for a
 // bad command line (an unknown workload or size) or environment.
@@ -188,7 +193,9 @@ const std::vector<Workload>& all() {
 }
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr, "nugo-workload: %s\nusage: nugo-workload WORKLOAD [--size tiny|small|default|large]\nworkloads:",
+  std::fprintf(stderr,
+               "nugo-workload: %s\nusage: nugo-workload WORKLOAD [--size tiny|small|default|large] "
+               "[--latency-model on|off|auto]\nworkloads:",
                problem.c_str());
   for (const Workload& w : all()) std::fprintf(stderr, " %s", w.name);
   std::fprintf(stderr, "\n");
@@ -213,6 +220,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[1], w.name) == 0) workload = &w;
   if (!workload) usage(std::string("unknown workload '") + argv[1] + "'");
   Size size = standard;
+  std::string latency = "auto";
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
       bool known = false;
@@ -223,11 +231,30 @@ int main(int argc, char** argv) {
         }
       if (!known) usage(std::string("unknown size '") + argv[i + 1] + "'");
       ++i;
+    } else if (std::strcmp(argv[i], "--latency-model") == 0 && i + 1 < argc) {
+      latency = argv[++i];
+      if (latency != "on" && latency != "off" && latency != "auto")
+        usage("unknown --latency-model '" + latency + "' (on, off or auto)");
     } else {
       usage(std::string("unknown argument '") + argv[i] + "'");
     }
   }
   nugo::Config cfg = nugo::Config::from_env_or_exit();
+  if (std::strcmp(workload->kind, "memory") == 0 && latency != "off") {
+    nugo::topo::Topology t;
+    try {
+      t = nugo::topo::Topology::load(cfg.topology);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "nugo: %s\n", e.what());
+      return 2;
+    }
+    int nodes_with_cpus = 0;
+    for (const auto& n : t.nodes) nodes_with_cpus += !n.pus.empty();
+    if (latency == "on" && !t.emulated)
+      usage("--latency-model on needs an emulated topology (NUGO_TOPOLOGY=xml:... or synthetic:...): on " +
+            t.source + " remote memory is really remote, and the model would charge it twice");
+    if (t.emulated && nodes_with_cpus > 1) workloads::latency_model().turn_on(t);
+  }
   Outcome outcome;
   nugo::Stats st;
   std::string failure;
@@ -242,14 +269,18 @@ int main(int argc, char** argv) {
       },
       cfg);
   if (!failure.empty()) outcome.result = "failed: " + failure;
+  const workloads::LatencyModel& model = workloads::latency_model();
   std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, "
               "\"mode\": \"%s\", \"topology\": \"%s\", \"emulated\": %s, \"ok\": %s, "
               "\"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", \"throughput\": %.6g, "
+              "\"latency_model\": %s, \"local_block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
               "\"result\": \"%s\"}\n",
               workload->name, workload->kind, kSizeNames[size], st.procs,
               st.mode == nugo::Mode::numa ? "numa" : "flat", json_escape(st.topology_source).c_str(),
               st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
               outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
+              model.on() ? "true" : "false", model.local_block_ns(),
+              static_cast<unsigned long long>(model.blocks()), static_cast<unsigned long long>(model.remote_blocks()),
               json_escape(outcome.result).c_str());
   if (!outcome.ok)
     std::fprintf(stderr, "nugo-workload: %s (%s): WRONG RESULT: %s\n", workload->name,

@@ -2,18 +2,21 @@
 // STREAM-like triad, a 2-D Jacobi heat stencil and a histogram. Their data (a total size, the
 // same at every P count) is split into one part per node that has Ps, in proportion to its
 // Ps, each allocated on its node (nugo::numa::alloc_on), and each part is worked on by
-// goroutines started on that node (nugo::go_on), which the scheduler may still move. On an emulated topology the memory is ordinary memory: without a latency model nothing
-// is slower when it is remote (the README says what that means for the numbers).
-// Each function must be called from a goroutine.
+// goroutines started on that node (nugo::go_on), which the scheduler may still move. On an
+// emulated topology the memory is ordinary memory, so nothing is slower when it is remote;
+// the latency model below (off unless asked for) charges what the distance matrix says
+// remote memory costs. Each function must be called from a goroutine.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <nugo/nugo.hpp>
+#include <nugo/topology.hpp>
 #include <vector>
 
 namespace workloads {
@@ -21,6 +24,103 @@ namespace workloads {
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// ---- the emulated memory latency model (README, "Memory speed on emulated topologies") ----
+//
+// Every block of a kernel's data has a home node, the node its NodeArray was allocated on. A
+// goroutine that works on a block while it runs on a P of another node waits, busy, for the
+// block's local cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
+// in all, the ratio the topology's distance matrix states (10 is local, by ACPI's convention).
+// The local cost is measured on this machine by each kernel before its timed region
+// (calibrate()). The node a goroutine runs on is read once per block (nugo::this_g::node()), so
+// a goroutine that moves in the middle of a block pays for the whole block where it began it.
+//
+// The model is a property of the run, not of the runtime: nugo-workload turns it on with
+// --latency-model (by default on emulated topologies with more than one node) and reports it in
+// its JSON, so that no result obtained with it can pass for one measured on hardware.
+class LatencyModel {
+ public:
+  // Off until turned on.
+  // On, with the distance matrix of `t` (an emulated topology: on real hardware remote memory
+  // is already slower, and charging it again would count it twice). Before any goroutine runs.
+  void turn_on(const nugo::topo::Topology& t) {
+    on_ = true;
+    int max_os = 0;
+    for (const auto& n : t.nodes) max_os = std::max(max_os, n.os_index);
+    extra_tenths_.assign(static_cast<std::size_t>(max_os + 1), std::vector<int>(static_cast<std::size_t>(max_os + 1), 0));
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      for (std::size_t j = 0; j < t.nodes.size(); ++j)
+        extra_tenths_[static_cast<std::size_t>(t.nodes[i].os_index)][static_cast<std::size_t>(t.nodes[j].os_index)] =
+            std::max(0, t.distance[i][j] - 10);
+  }
+
+  bool on() const { return on_; }
+  // The local cost of one block of the kernel about to run, in nanoseconds.
+  void calibrate(double local_block_ns) { local_block_ns_ = local_block_ns; }
+  double local_block_ns() const { return local_block_ns_; }
+
+  // Called before a goroutine works on one block whose home is `home` (an OS node number).
+  // Returns whether the block was remote (and was charged).
+  bool charge(int home) const {
+    if (!on_) return false;
+    const int here = nugo::this_g::node();
+    if (here < 0 || here == home) return false;
+    const int tenths = extra_tenths_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
+    const auto wait = std::chrono::nanoseconds(static_cast<long>(local_block_ns_ * tenths / 10));
+    const auto until = Clock::now() + wait;
+    while (Clock::now() < until) __builtin_ia32_pause();
+    return true;
+  }
+  // Adds one goroutine's counts: blocks worked on, and how many of them were remote.
+  void count(std::uint64_t blocks, std::uint64_t remote) {
+    blocks_.fetch_add(blocks, std::memory_order_relaxed);
+    remote_.fetch_add(remote, std::memory_order_relaxed);
+  }
+  std::uint64_t blocks() const { return blocks_.load(); }
+  std::uint64_t remote_blocks() const { return remote_.load(); }
+
+ private:
+  bool on_ = false;
+  double local_block_ns_ = 0;
+  std::vector<std::vector<int>> extra_tenths_;  // [here][home]: distance - 10, by OS node number
+  std::atomic<std::uint64_t> blocks_{0}, remote_{0};
+};
+
+// The model of this process (nugo-workload sets it up before the runtime starts).
+inline LatencyModel& latency_model() {
+  static LatencyModel model;
+  return model;
+}
+
+// Times f() (serial work on `blocks` local blocks, not charged) and makes its cost per block
+// the model's local cost: the best of three, so that a preemption or a page fault in one
+// attempt does not inflate it.
+template <class F>
+void calibrate_latency(std::size_t blocks, F f) {
+  LatencyModel& model = latency_model();
+  if (!model.on() || blocks == 0) return;
+  double best = 1e300;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto start = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - start).count());
+  }
+  model.calibrate(best / static_cast<double>(blocks));
+}
+
+// Runs body(lo, hi) over [r.lo, r.hi) in blocks of `block` elements, each charged to `home`,
+// and adds the counts to the model.
+template <class F>
+void by_blocks(int home, std::size_t lo, std::size_t hi, std::size_t block, F body) {
+  LatencyModel& model = latency_model();
+  std::uint64_t blocks = 0, remote = 0;
+  for (std::size_t b = lo; b < hi; b += block) {
+    remote += model.charge(home);
+    ++blocks;
+    body(b, std::min(hi, b + block));
+  }
+  if (model.on()) model.count(blocks, remote);
 }
 
 // A node's share of a memory-bound workload: the node (the OS's number), how many of the
@@ -98,10 +198,11 @@ struct KernelResult {
   double checksum = 0;
 };
 
-inline KernelResult triad(const std::vector<NodeShare>& shares, int passes) {
+inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
   constexpr double s = 3.0;
   std::vector<std::unique_ptr<NodeArray<double>>> a, b, c;
   std::size_t total = 0;
+  std::erase_if(shares, [](const NodeShare& sh) { return sh.n == 0; });
   for (const NodeShare& sh : shares) {
     a.push_back(std::make_unique<NodeArray<double>>(sh.node, sh.n));
     b.push_back(std::make_unique<NodeArray<double>>(sh.node, sh.n));
@@ -119,13 +220,19 @@ inline KernelResult triad(const std::vector<NodeShare>& shares, int passes) {
       (*c[k])[i] = 2.0;
     }
   });
+  auto kernel = [&](std::size_t k, std::size_t lo, std::size_t hi) {
+    double* ak = a[k]->data();
+    const double* bk = b[k]->data();
+    const double* ck = c[k]->data();
+    for (std::size_t i = lo; i < hi; ++i) ak[i] = bk[i] + s * ck[i];
+  };
+  constexpr std::size_t kBlock = 2048;  // 16 KiB of each array
+  const std::size_t sample = std::min<std::size_t>(shares[0].n, 64 * kBlock);
+  calibrate_latency((sample + kBlock - 1) / kBlock, [&] { kernel(0, 0, sample); });
   auto start = Clock::now();
   for (int pass = 0; pass < passes; ++pass)
     on_every_node(shares, [&](std::size_t k, Range r) {
-      double* ak = a[k]->data();
-      const double* bk = b[k]->data();
-      const double* ck = c[k]->data();
-      for (std::size_t i = r.lo; i < r.hi; ++i) ak[i] = bk[i] + s * ck[i];
+      by_blocks(shares[k].node, r.lo, r.hi, kBlock, [&](std::size_t lo, std::size_t hi) { kernel(k, lo, hi); });
     });
   double seconds = seconds_since(start);
   bool ok = true;
@@ -179,21 +286,28 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
       if (k + 1 < bands.size()) std::memcpy(g + (h + 1) * n, cur[k + 1]->data() + n, n * sizeof(double));
     }
   };
+  auto sweep_rows = [&](std::size_t k, std::size_t lo, std::size_t hi) {  // band k's rows [lo, hi)
+    const double* g = cur[k]->data();
+    double* out = next[k]->data();
+    for (std::size_t lr = lo; lr < hi; ++lr) {
+      const std::size_t r = rows[k].lo + lr;
+      if (r == 0 || r + 1 == n) continue;  // boundary rows stay
+      const double* up = g + lr * n;
+      const double* here = g + (lr + 1) * n;
+      const double* down = g + (lr + 2) * n;
+      double* o = out + (lr + 1) * n;
+      for (std::size_t c = 1; c + 1 < n; ++c) o[c] = ((up[c] + down[c]) + (here[c - 1] + here[c + 1])) * 0.25;
+    }
+  };
+  // A block is a row. The calibration sweeps band 0 into `next`, which the first sweep
+  // overwrites before anything reads it.
+  const std::size_t sample = std::min<std::size_t>(bands[0].n, 64);
+  calibrate_latency(sample, [&] { sweep_rows(0, 0, sample); });
   auto start = Clock::now();
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     exchange_halos();
     on_every_node(bands, [&](std::size_t k, Range mine) {
-      const double* g = cur[k]->data();
-      double* out = next[k]->data();
-      for (std::size_t lr = mine.lo; lr < mine.hi; ++lr) {
-        const std::size_t r = rows[k].lo + lr;
-        if (r == 0 || r + 1 == n) continue;  // boundary rows stay
-        const double* up = g + lr * n;
-        const double* here = g + (lr + 1) * n;
-        const double* down = g + (lr + 2) * n;
-        double* o = out + (lr + 1) * n;
-        for (std::size_t c = 1; c + 1 < n; ++c) o[c] = ((up[c] + down[c]) + (here[c - 1] + here[c + 1])) * 0.25;
-      }
+      by_blocks(bands[k].node, mine.lo, mine.hi, 1, [&](std::size_t lo, std::size_t hi) { sweep_rows(k, lo, hi); });
     });
     std::swap(cur, next);
   }
@@ -230,7 +344,8 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
 
 inline KernelResult histogram(std::size_t total, int passes, int per_p) {
   total -= total % 256;
-  const std::vector<NodeShare> parts = shares(total, per_p);
+  std::vector<NodeShare> parts = shares(total, per_p);
+  std::erase_if(parts, [](const NodeShare& part) { return part.n == 0; });
   std::vector<std::unique_ptr<NodeArray<std::uint8_t>>> input;
   std::vector<std::size_t> base;
   std::size_t first = 0;
@@ -242,6 +357,17 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
   on_every_node(parts, [&](std::size_t k, Range r) {
     for (std::size_t i = r.lo; i < r.hi; ++i) (*input[k])[i] = static_cast<std::uint8_t>(37 * (base[k] + i));
   });
+  constexpr std::size_t kBlock = 64 * 1024;
+  auto count_into = [&](std::uint64_t* mine, std::size_t k, std::size_t lo, std::size_t hi) {
+    const std::uint8_t* p = input[k]->data();
+    for (std::size_t i = lo; i < hi; ++i) ++mine[p[i]];
+  };
+  const std::size_t sample = std::min<std::size_t>(parts[0].n, 16 * kBlock);
+  calibrate_latency((sample + kBlock - 1) / kBlock, [&] {
+    std::uint64_t scratch[256] = {};
+    count_into(scratch, 0, 0, sample);
+    asm volatile("" : : "r"(scratch) : "memory");  // the counts are used
+  });
   bool ok = true;
   double seconds = 0;
   for (int pass = 0; pass < passes; ++pass) {
@@ -250,8 +376,7 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
     auto start = Clock::now();
     on_every_node(parts, [&](std::size_t k, Range r) {
       std::uint64_t mine[256] = {};
-      const std::uint8_t* p = input[k]->data();
-      for (std::size_t i = r.lo; i < r.hi; ++i) ++mine[p[i]];
+      by_blocks(parts[k].node, r.lo, r.hi, kBlock, [&](std::size_t lo, std::size_t hi) { count_into(mine, k, lo, hi); });
       std::lock_guard lock(mu);
       for (int b = 0; b < 256; ++b) buckets[b] += mine[b];
     });

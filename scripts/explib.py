@@ -1,0 +1,218 @@
+"""What the experiment scripts share: one command-line shape, subprocesses with a timeout, one
+offline Go environment, one parser each for Go's and Google Benchmark's output, medians with
+their spread, tables, progress with time left, and results that record how they were made.
+
+Used by micro.py, preempt.py, net.py, sweep.py and plot.py. Standard library only, except
+table(), which uses Debian's python3-tabulate: run the scripts with /usr/bin/python3
+(PYTHON below), which has Debian's packages, not with whatever python3 is first on PATH.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GO_DIR = ROOT / "experiments" / "baselines" / "go"
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-matplotlib and python3-tabulate
+DEFAULT_TIMEOUT_S = 300
+
+
+class Failed(Exception):
+    """A command failed, timed out, or printed what could not be parsed."""
+
+
+# ---- the command line ----
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The shape every experiment script shares: --build-dir, --out, --quick. argparse exits
+    with status 2 on a bad command line, as the scripts do for any bad input."""
+    p = argparse.ArgumentParser(prog=prog, description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build-dir", type=Path, default=ROOT / "build-release",
+                   help="the Release build to run (default: build-release)")
+    p.add_argument("--out", type=Path, required=True, help="directory for the results")
+    p.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
+    return p
+
+
+def bad_input(prog: str, message: str) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    return 2
+
+
+# ---- subprocesses ----
+
+def quote(cmd: list[str]) -> str:
+    return " ".join(shlex.quote(str(part)) for part in cmd)
+
+
+def tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@dataclass
+class Runner:
+    """Runs commands, each with a timeout, and keeps the list of what it ran (for the JSON)."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    echo: bool = True
+    commands: list[str] = field(default_factory=list)
+
+    def run(self, cmd: list, *, env: dict | None = None, cwd: Path | None = None,
+            timeout_s: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [str(c) for c in cmd]
+        extra = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v and k.startswith(("NUGO_", "GO"))}
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items()))
+        shown = f"{shown} {quote(cmd)}".strip()
+        self.commands.append(f"(cd {cwd} && {shown})" if cwd else shown)
+        if self.echo:
+            print(f"+ {shown}", file=sys.stderr, flush=True)
+        limit = timeout_s or self.timeout_s
+        try:
+            done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise Failed(f"{shown}: no result after {limit:.0f} s (killed)")
+        if check and done.returncode != 0:
+            raise Failed(f"{shown}: exit status {done.returncode}\n{tail(done.stdout + done.stderr)}")
+        return done
+
+
+def go_environment(build_dir: Path) -> dict[str, str]:
+    """The one offline Go environment: everything Go writes stays under the build directory,
+    and no step may reach for the network (the module proxy is unreachable here)."""
+    return os.environ | {
+        "GOCACHE": str(Path(build_dir).resolve() / "go-cache"),
+        "GOPATH": str(Path(build_dir).resolve() / "gopath"),
+        "GOFLAGS": "-mod=mod",
+        "GO111MODULE": "on",
+        "CGO_ENABLED": "0",
+        "GOTOOLCHAIN": "local",
+    }
+
+
+# ---- parsers ----
+
+# "BenchmarkFanOut100k-2   	      19	  61390114 ns/op	        63.16 peak_rss_mib"
+# Go appends -N to the name when GOMAXPROCS is N != 1.
+GO_RESULT_LINE = re.compile(r"^(Benchmark\w+)(?:-(\d+))?\s+\d+\s+(.*)$")
+GO_METRIC = re.compile(r"([-+0-9.eE]+)\s+(\S+)")
+
+
+def parse_go_bench(output: str) -> list[tuple[str, int, dict[str, float]]]:
+    """Go's `go test -bench` lines: (benchmark name, GOMAXPROCS, {unit: value})."""
+    results = []
+    for line in output.splitlines():
+        m = GO_RESULT_LINE.match(line.strip())
+        if m:
+            metrics = {unit: float(value) for value, unit in GO_METRIC.findall(m.group(3))}
+            results.append((m.group(1), int(m.group(2) or 1), metrics))
+    return results
+
+
+NS_PER_UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+# Name components that Google Benchmark appends to a registered name.
+GBENCH_DECORATIONS = re.compile(
+    r"^(real_time|process_time|manual_time|(min_time|min_warmup_time|iterations|repeats|threads):.*)$")
+
+
+def gbench_name(name: str) -> str:
+    """"fanout_100k/procs:1/real_time" -> "fanout_100k/procs:1"."""
+    return "/".join(part for part in name.split("/") if not GBENCH_DECORATIONS.match(part))
+
+
+def parse_gbench(output: str, what: str) -> list[dict]:
+    """Google Benchmark's --benchmark_format=json: its benchmark entries, each with "name"
+    made canonical, "run_type" ("iteration" or "aggregate") and "time_ns" (real time)."""
+    if not output.strip():
+        return []  # Google Benchmark prints nothing when the filter matches nothing
+    try:
+        report = json.loads(output)
+    except json.JSONDecodeError as e:
+        raise Failed(f"{what}: output is not JSON ({e})")
+    entries = []
+    for b in report.get("benchmarks", []):
+        if b.get("error_occurred"):
+            raise Failed(f"{what}: {b['name']}: {b.get('error_message', 'error')}")
+        entries.append(b | {"name": gbench_name(b.get("run_name", b["name"])),
+                            "run_type": b.get("run_type", "iteration"),
+                            "time_ns": b["real_time"] * NS_PER_UNIT[b.get("time_unit", "ns")]})
+    return entries
+
+
+# ---- numbers ----
+
+@dataclass
+class Spread:
+    """A median with the range it came from, and how many values."""
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    def __str__(self) -> str:
+        return fmt(self.median) if self.n == 1 else f"{fmt(self.median)} [{fmt(self.lo)}, {fmt(self.hi)}]"
+
+
+def spread(values: list[float]) -> Spread | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 10 ** digits or magnitude < 1e-3:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{digits}g}"
+
+
+def table(rows: list[list], headers: list[str], markdown: bool = False) -> str:
+    """A table, by python3-tabulate: GitHub Markdown, or plain for a terminal."""
+    from tabulate import tabulate  # Debian's python3-tabulate (bootstrap.sh installs it)
+    return tabulate([[("-" if c is None else str(c)) for c in r] for r in rows], headers=headers,
+                    tablefmt="github" if markdown else "simple", disable_numparse=True)
+
+
+# ---- progress ----
+
+class Progress:
+    """'[i/n] what ... elapsed 1m02s, about 3m10s left', the estimate from the mean time per
+    finished step (or per finished step of the same weight class, when steps say theirs)."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
+
+    def finished(self, what: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        left = elapsed / self.done * (self.total - self.done)
+        print(f"[{self.done}/{self.total}] {what}  (elapsed {clock(elapsed)}, about {clock(left)} left)",
+              file=self.stream, flush=True)
+
+
+def clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+# ---- results ----
+
+def write_json(path: Path, data: dict, settings: dict, commands: list[str]) -> None:
+    """Writes data with the settings and commands that produced it, and when and where."""
+    record = {"settings": settings, "commands": commands,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "host": platform.node()} | data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")

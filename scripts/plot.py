@@ -1,0 +1,438 @@
+#!/usr/bin/python3
+"""Every figure of the paper, and every number its text quotes, from one results directory.
+
+usage: scripts/plot.py RESULTS_DIR
+
+Reads what scripts/reproduce.sh wrote there (results.csv and machine.json from the sweep;
+micro/micro.json, preempt/preempt.json, net/net.json and trace/timeline-fork-join.png when
+those experiments ran) and writes, without running anything:
+  RESULTS_DIR/figures/*.png           the figures (one per experiment that has results)
+  RESULTS_DIR/generated/numbers.tex   \\newcommand macros, one per number the paper quotes
+  RESULTS_DIR/generated/captions.tex  each figure's caption: its results file, whether its
+                                      topology was real or emulated, and whether the
+                                      emulated memory latency model was on
+A figure whose experiment did not run is left out, with a line saying so, and its macros
+say "n/a"; the paper then prints n/a rather than a stale number. Needs Debian's
+python3-matplotlib (run with /usr/bin/python3). Exit status 0; 2 when RESULTS_DIR has no
+results.csv or it cannot be read.
+"""
+import csv
+import json
+import re
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PROG = "plot.py"
+MEMORY = ["triad", "stencil", "histogram"]
+MODE_STYLE = {"flat": ("tab:blue", "-"), "numa": ("tab:red", "-"), "go": ("tab:gray", "--")}
+# Published 2-socket remote/local DRAM latency (../shared/reference/numa-and-peers.md: Intel
+# MLC on Cascade Lake 1.74x, Ice Lake 1.60x) and memory-bound NUMA speedups on 4-8 node
+# machines (1.2-1.6x), drawn beside the emulated results for comparison.
+PUBLISHED_SPEEDUP = (1.2, 1.6)
+PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
+
+
+class Plotter:
+    def __init__(self, results: Path):
+        self.dir = results
+        self.figures = results / "figures"
+        self.generated = results / "generated"
+        self.figures.mkdir(parents=True, exist_ok=True)
+        self.generated.mkdir(parents=True, exist_ok=True)
+        self.numbers: dict[str, tuple[str, str]] = {}  # macro: (value, where it came from)
+        self.captions: dict[str, str] = {}
+        self.made: list[str] = []
+        self.missing: list[str] = []
+        with open(results / "results.csv", newline="") as f:
+            self.rows = [r for r in csv.DictReader(f)]
+        for r in self.rows:
+            for k in ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition"):
+                r[k] = int(r[k] or 0)
+        self.machine = json.loads((results / "machine.json").read_text()) if (results / "machine.json").exists() else {}
+
+    # ---- helpers ----
+
+    def where(self, name: str) -> str:
+        """A results file as a reader finds it: relative to the repository when inside it."""
+        path = (self.dir / name).resolve()
+        try:
+            shown = str(path.relative_to(explib.ROOT))
+        except ValueError:
+            shown = str(path)
+        return shown.replace("_", "\\_")  # for TeX, where every use of it goes
+
+    def number(self, macro: str, value, source: str, digits: int = 3) -> None:
+        if value is None:
+            text = "n/a"
+        elif isinstance(value, str):
+            text = value
+        elif isinstance(value, int):
+            text = f"{value:,}".replace(",", "{,}")
+        else:
+            text = explib.fmt(value, digits)
+        self.numbers[macro] = (text, source)
+
+    def save(self, fig, name: str, caption: str) -> None:
+        fig.tight_layout()
+        fig.savefig(self.figures / f"{name}.png", dpi=130)
+        plt.close(fig)
+        self.made.append(name)
+        self.captions[name] = caption
+
+    def medians(self, pred) -> dict[tuple, float]:
+        groups: dict[tuple, list[float]] = {}
+        for r in self.rows:
+            if r["ok"] == 1 and r["timing_reported"] == 1 and pred(r):
+                groups.setdefault((r["topology"], r["workload"], r["procs"], r["mode"]), []).append(float(r["seconds"]))
+        return {k: statistics.median(v) for k, v in groups.items()}
+
+    def topology_label(self, t: str) -> str:
+        emulated = any(r["emulated"] for r in self.rows if r["topology"] == t)
+        return f"{t} (emulated)" if emulated else f"{t} (real)"
+
+    def provenance(self, topologies: list[str], memory: bool) -> str:
+        real = [t for t in topologies if not any(r["emulated"] for r in self.rows if r["topology"] == t)]
+        emulated = [t for t in topologies if t not in real]
+        parts = []
+        if real:
+            parts.append(f"real topology: {', '.join(real)} ({self.machine.get('cpu_model', 'this machine')})")
+        if emulated:
+            parts.append(f"EMULATED topologies: {', '.join(emulated)} (hwloc XML folded onto this machine's "
+                         f"{self.machine.get('cpus_online', '?')} CPUs: scheduler decisions, not hardware timings)")
+        if memory and emulated:
+            on = any(r["latency_model"] for r in self.rows if r["workload"] in MEMORY and r["topology"] in emulated)
+            parts.append("emulated memory latency model ON for the memory-bound workloads on the emulated topologies"
+                         if on else "emulated memory latency model off")
+        return "; ".join(parts)
+
+    # ---- the figures ----
+
+    def scalability(self) -> None:
+        med = self.medians(lambda r: True)
+        workloads = sorted({k[1] for k in med})
+        topologies = sorted({k[0] for k in med}, key=lambda t: (t != "machine", t))
+        if not workloads:
+            self.missing.append("scalability (no timed runs)")
+            return
+        cols = 4
+        rows = (len(workloads) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+        markers = dict(zip(topologies, "osD^v<>"))
+        for ax, w in zip(axes.flat, workloads):
+            work = {r["topology"]: float(r["work"]) for r in self.rows if r["workload"] == w and r["work"]}
+            for t in topologies:
+                for mode in ("flat", "numa", "go"):
+                    pts = sorted((k[2], work.get(t, 1.0) / v) for k, v in med.items() if k[0] == t and k[1] == w and k[3] == mode)
+                    if pts:
+                        color, style = MODE_STYLE[mode]
+                        ax.plot([p for p, _ in pts], [y for _, y in pts], style, color=color, marker=markers[t],
+                                markersize=4, label=f"{t} {mode}")
+            ax.set_title(w, fontsize=9)
+            ax.set_xscale("log", base=2)
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel("Ps", fontsize=7)
+        for ax in list(axes.flat)[len(workloads):]:
+            ax.axis("off")
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower right", fontsize=7, ncol=2)
+        fig.suptitle("Throughput (work/s) by P count: flat, NUMA mode and Go", fontsize=10)
+        self.save(fig, "scalability",
+                  "Throughput of every workload by P count, flat mode (blue), NUMA mode (red) and the Go 1.19 "
+                  f"twin (grey, dashed), medians of the repetitions. Results: \\texttt{{{self.where('results.csv')}}}; "
+                  + self.provenance(topologies, memory=True) + ".")
+
+    def locality(self) -> None:
+        acc: dict[tuple, dict] = {}
+        by_distance: dict[tuple, dict[int, int]] = {}
+        for r in self.rows:
+            if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["emulated"] and r["runs"]:
+                a = acc.setdefault((r["topology"], r["mode"]), {"same": 0, "remote": 0, "runs": 0, "home": 0})
+                a["same"] += int(r["steals_same_node"])
+                a["remote"] += int(r["steals_remote"])
+                a["runs"] += int(r["runs"])
+                a["home"] += int(r["runs_home"])
+                if r["kind"] == "memory":
+                    continue  # go_on places their goroutines on other nodes on purpose: not a move
+                d = by_distance.setdefault((r["topology"], r["mode"]), {})
+                for item in (r.get("moved_remote_by_distance") or "").split():
+                    dist, count = item.split(":")
+                    d[int(dist)] = d.get(int(dist), 0) + int(count)
+        if not acc:
+            self.missing.append("locality (no emulated multi-node runs)")
+            self.locality_numbers(acc)
+            return
+        topologies = sorted({t for t, _ in acc})
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+        labels, same, remote = [], [], []
+        for t in topologies:
+            for mode in ("flat", "numa"):
+                a = acc.get((t, mode))
+                if a:
+                    total = max(a["same"] + a["remote"], 1)
+                    labels.append(f"{t}\n{mode}")
+                    same.append(a["same"] / total)
+                    remote.append(a["remote"] / total)
+        x = range(len(labels))
+        left.bar(x, same, color="tab:green", label="same node")
+        left.bar(x, remote, bottom=same, color="tab:orange", label="remote node")
+        left.set_xticks(list(x), labels, fontsize=7)
+        left.set_ylabel("share of steals")
+        left.legend(fontsize=7)
+        left.set_title("Where thieves stole from", fontsize=9)
+        distances = sorted({d for v in by_distance.values() for d in v})
+        width = 0.8 / max(len(by_distance), 1)
+        for i, ((t, mode), d) in enumerate(sorted(by_distance.items())):
+            right.bar([j + i * width for j in range(len(distances))], [d.get(k, 0) for k in distances], width,
+                      label=f"{t} {mode}", color=MODE_STYLE[mode][0], alpha=0.4 + 0.6 * (i % 2))
+        right.set_xticks([j + 0.4 - width / 2 for j in range(len(distances))], [str(k) for k in distances])
+        right.set_xlabel("distance (distance matrix) between the nodes")
+        right.set_ylabel("goroutines moved across nodes")
+        right.set_yscale("symlog")
+        right.legend(fontsize=6)
+        right.set_title("Moves across nodes, by distance (compute and communication workloads)", fontsize=9)
+        self.save(fig, "locality",
+                  "Steal locality, flat against NUMA mode, all workloads and repetitions summed: the share of "
+                  "steals from a P of the same node (all workloads), and goroutines moved across nodes by distance "
+                  "(the compute and communication workloads: the memory-bound ones place goroutines on other nodes "
+                  "on purpose, with go\\_on). "
+                  f"Results: \\texttt{{{self.where('results.csv')}}}; " + self.provenance(topologies, memory=False)
+                  + ". These are counts of the scheduler's decisions; no timing is involved.")
+        self.locality_numbers(acc)
+
+    def locality_numbers(self, acc: dict) -> None:
+        for t, key in (("2node", "TwoNode"), ("4node", "FourNode"), ("24node", "TwentyFourNode")):
+            for mode in ("flat", "numa"):
+                a = acc.get((t, mode))
+                m = mode.capitalize()
+                steals = a["same"] + a["remote"] if a else 0
+                self.number(f"StealsRemote{m}{key}", 100 * a["remote"] / steals if steals else None,
+                            self.where("results.csv"), 2)
+                self.number(f"RunsHome{m}{key}", 100 * a["home"] / a["runs"] if a and a["runs"] else None,
+                            self.where("results.csv"), 3)
+
+    def memory_speedup(self) -> None:
+        compute = self.medians(lambda r: r["kind"] == "compute" and r["emulated"] == 1)
+        ratios = [compute[(t, w, n, "flat")] / compute[(t, w, n, "numa")] for (t, w, n, m) in compute
+                  if m == "flat" and (t, w, n, "numa") in compute]
+        self.number("ComputeFlatOverNuma", statistics.geometric_mean(ratios) if ratios else None, self.where("results.csv"))
+        med = self.medians(lambda r: r["workload"] in MEMORY and r["emulated"] == 1)
+        keys = sorted({(k[0], k[1], k[2]) for k in med if (k[0], k[1], k[2], "flat") in med and (k[0], k[1], k[2], "numa") in med})
+        if not keys:
+            self.missing.append("memory speedup (no memory-bound runs in both modes on an emulated topology)")
+            for t in ("Two", "Four"):
+                self.number(f"MemorySpeedup{t}", None, self.where("results.csv"))
+                self.number(f"MemorySpeedupMax{t}", None, self.where("results.csv"))
+            return
+        fig, ax = plt.subplots(figsize=(8, 3.4))
+        labels = [f"{w}\n{t} {n}P" for t, w, n in keys]
+        speedups = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for t, w, n in keys]
+        ax.bar(range(len(keys)), speedups, color=["tab:red" if s >= 1 else "tab:gray" for s in speedups])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.axhspan(*PUBLISHED_SPEEDUP, color="tab:green", alpha=0.15,
+                   label="published memory-bound NUMA speedups, 4-8 node hardware (1.2-1.6x)")
+        ax.set_xticks(range(len(keys)), labels, fontsize=6)
+        ax.set_ylabel("flat time / NUMA time")
+        ax.legend(fontsize=7)
+        ax.set_title("Memory-bound workloads: NUMA mode over flat mode (EMULATED memory latency)", fontsize=9)
+        self.save(fig, "memory-speedup",
+                  "Speedup of NUMA mode over flat mode on the memory-bound workloads (median flat time over "
+                  "median NUMA time). EMULATED MEMORY LATENCY: the topologies are emulated, and a block of data "
+                  "touched from a node other than its home pays a busy-wait of its local cost times "
+                  "(distance - 10)/10, calibrated on this machine; the shaded band is the range published for "
+                  f"real 4-8 node machines. Results: \\texttt{{{self.where('results.csv')}}}; "
+                  + self.provenance(sorted({k[0] for k in keys}), memory=True) + ".")
+        for t, name in (("2node", "Two"), ("4node", "Four")):
+            s = [med[(tt, w, n, "flat")] / med[(tt, w, n, "numa")] for tt, w, n in keys if tt == t]
+            self.number(f"MemorySpeedup{name}", statistics.median(s) if s else None, self.where("results.csv"))
+            self.number(f"MemorySpeedupMax{name}", max(s) if s else None, self.where("results.csv"))
+
+    def micro(self) -> None:
+        path = self.dir / "micro" / "micro.json"
+        if not path.exists():
+            self.missing.append("micro (no micro/micro.json)")
+            for m in ("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber"):
+                self.number(m, None, "micro/micro.json")
+            return
+        rows = [r for r in json.loads(path.read_text())["rows"] if r["go"] or r["fiber"]]
+        rows = [r for r in rows if r["nugo"] and not r.get("absolute")]
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        names = [r["benchmark"] for r in rows]
+        x = range(len(rows))
+        ax.bar([i - 0.2 for i in x], [r["nugo"] / r["go"] if r["go"] else 0 for r in rows], 0.4,
+               color="tab:red", label="nugo / Go 1.19")
+        ax.bar([i + 0.2 for i in x], [r["nugo"] / r["fiber"] if r["fiber"] else 0 for r in rows], 0.4,
+               color="tab:purple", label="nugo / Boost.Fiber")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(list(x), names, rotation=60, ha="right", fontsize=6)
+        ax.set_ylabel("time ratio (< 1: nugo faster)")
+        ax.legend(fontsize=7)
+        self.save(fig, "micro",
+                  "Scheduler micro-benchmarks: nugo's time per operation over Go 1.19's and Boost.Fiber's, "
+                  f"measured side by side in one run on this machine (real hardware, no emulation). Results: "
+                  f"\\texttt{{{self.where('micro/micro.json')}}}.")
+        by = {r["benchmark"]: r for r in rows}
+
+        def ratio(name, other):
+            r = by.get(name)
+            return r["nugo"] / r[other] if r and r[other] else None
+        self.number("MicroCreateVsGo", ratio("create_and_run/procs:1", "go"), self.where("micro/micro.json"))
+        self.number("MicroChanSyncVsGo", ratio("chan_sync/procs:1", "go"), self.where("micro/micro.json"))
+        self.number("MicroYieldVsFiber", ratio("yield_ping/procs:1", "fiber"), self.where("micro/micro.json"))
+
+    def preempt(self) -> None:
+        path = self.dir / "preempt" / "preempt.json"
+        if not path.exists():
+            self.missing.append("preemption (no preempt/preempt.json)")
+            for m in ("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine"):
+                self.number(m, None, "preempt/preempt.json")
+            return
+        d = json.loads(path.read_text())
+        series = []
+        for key, b in sorted(d["nugo"].items()):
+            if key.startswith("preempt_latency/") and "p50_us" in b:
+                series.append((f"nugo {key.split('/')[1]}", b["p50_us"] / 1e3, b["p99_us"] / 1e3, b.get("slice_us", 0) / 1e3))
+        g = d.get("go", {}).get("BenchmarkPreemptLatency")
+        if g:
+            series.append(("Go 1.19 (10 ms, fixed)", g["p50_us"] / 1e3, g["p99_us"] / 1e3, 10.0))
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        x = range(len(series))
+        ax.bar([i - 0.2 for i in x], [s[1] for s in series], 0.4, color="tab:blue", label="p50")
+        ax.bar([i + 0.2 for i in x], [s[2] for s in series], 0.4, color="tab:red", label="p99")
+        ax.scatter(list(x), [s[3] for s in series], marker="_", s=400, color="black", label="configured slice", zorder=3)
+        ax.set_yscale("log")
+        ax.set_xticks(list(x), [s[0] for s in series], rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("wake delay of a waiting goroutine (ms)")
+        ax.legend(fontsize=7)
+        self.save(fig, "preempt",
+                  "Preemption latency: how long a goroutine that became runnable waits behind CPU hogs, p50 and "
+                  "p99, for nugo's time slices (lock\\_hog: the hog holds a std::mutex) and for Go 1.19 "
+                  f"(real hardware, no emulation). Results: \\texttt{{{self.where('preempt/preempt.json')}}}.")
+        ten = d["nugo"].get("preempt_latency/slice:10ms")
+        self.number("PreemptNugoPNinetyNine", ten["p99_us"] / 1e3 if ten else None, self.where("preempt/preempt.json"))
+        self.number("PreemptGoPNinetyNine", g["p99_us"] / 1e3 if g else None, self.where("preempt/preempt.json"))
+
+    def http(self) -> None:
+        path = self.dir / "net" / "net.json"
+        if not path.exists():
+            self.missing.append("http (no net/net.json)")
+            for m in ("HttpVsGoRaw", "HttpVsNetHttp"):
+                self.number(m, None, "net/net.json")
+            return
+        h = json.loads(path.read_text())["http"]
+        servers = [("nugo", "nugo-http", "tab:red"), ("goraw", "Go raw (package net)", "tab:gray"),
+                   ("go", "Go net/http", "tab:olive")]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+        for i, (key, label, color) in enumerate(servers):
+            for ax, metric in ((left, "rps"), (right, "p99_ms")):
+                vals = [h[f"{key}/{c}"] for c in (100, 400)]
+                med = [v[metric] for v in vals]
+                err = [[m - v.get(f"{metric}_min", m) for m, v in zip(med, vals)],
+                       [v.get(f"{metric}_max", m) - m for m, v in zip(med, vals)]]
+                ax.bar([j + (i - 1) * 0.27 for j in range(2)], med, 0.27, yerr=err, color=color, label=label, capsize=2)
+        for ax, title in ((left, "requests/s"), (right, "p99 latency (ms)")):
+            ax.set_xticks([0, 1], ["100 connections", "400 connections"])
+            ax.set_title(title, fontsize=9)
+        left.legend(fontsize=7)
+        self.save(fig, "http",
+                  "HTTP /echo under wrk on loopback: throughput and p99 latency of nugo-http, the Go 1.19 twin "
+                  "with the same minimal parser (Go raw) and Go's net/http; median and range over the runs "
+                  f"(real hardware, no emulation). Results: \\texttt{{{self.where('net/net.json')}}}.")
+        self.number("HttpVsGoRaw", h["nugo/100"]["rps"] / h["goraw/100"]["rps"], self.where("net/net.json"))
+        self.number("HttpVsNetHttp", h["nugo/100"]["rps"] / h["go/100"]["rps"], self.where("net/net.json"))
+
+    def timeline(self) -> None:
+        src = self.dir / "trace" / "timeline-fork-join.png"
+        if not src.exists():
+            self.missing.append("timeline (no trace/timeline-fork-join.png)")
+            return
+        shutil.copyfile(src, self.figures / "timeline.png")
+        self.made.append("timeline")
+        self.captions["timeline"] = (
+            "A timeline from the execution tracer: fork-join fib(20) at 4 Ps, flat mode above and NUMA mode "
+            "below, on the EMULATED 2-node machine (scheduler decisions only). Drawn by "
+            f"\\texttt{{scripts/timeline.py}} from \\texttt{{{self.where('trace/fork-join-flat.json')}}} and "
+            f"\\texttt{{{self.where('trace/fork-join-numa.json')}}}.")
+
+    # ---- the numbers ----
+
+    def sweep_numbers(self) -> None:
+        src = self.where("results.csv")
+        self.number("SweepRuns", len(self.rows), src)
+        self.number("SweepFailed", sum(1 for r in self.rows if r["ok"] != 1), src)
+        self.number("SweepWorkloads", len({r["workload"] for r in self.rows}), src)
+        self.number("SweepRepetitions", max((r["repetition"] for r in self.rows), default=0), src)
+        self.number("SweepSize", self.rows[0]["size"] if self.rows else "n/a", src)
+        self.number("MachineCpu", self.machine.get("cpu_model", "n/a").replace("(R)", "").replace("(TM)", ""), "machine.json")
+        self.number("MachineCpus", self.machine.get("cpus_online"), "machine.json")
+        self.number("MachineKernel", self.machine.get("kernel", "n/a"), "machine.json")
+        self.number("MachineCompiler", self.machine.get("compiler", "n/a"), "machine.json")
+        self.number("GitRevision", self.machine.get("git_revision", "n/a")[:12], "machine.json")
+        self.number("ResultsDir", self.where("."), "")
+        calibrations = [float(r["local_block_ns"]) for r in self.rows if r["latency_model"] and r["local_block_ns"]]
+        self.number("LatencyRemoteFactorTwoNode", self.distance_factor("2node"), "machine.json")
+        self.number("PublishedRemoteLatencyLow", PUBLISHED_REMOTE_LATENCY[0], "shared/reference/numa-and-peers.md")
+        self.number("PublishedRemoteLatencyHigh", PUBLISHED_REMOTE_LATENCY[1], "shared/reference/numa-and-peers.md")
+        self.number("LatencyCalibrations", len(calibrations), src)
+
+    def distance_factor(self, topology: str):
+        """Remote/local cost the model charges on a topology: its largest distance / 10."""
+        spec = self.machine.get("topologies", {}).get(topology, {}).get("spec", "")
+        if spec.startswith("xml:") and Path(spec[4:]).exists():
+            values = [int(v) for m in re.findall(r"<u64values[^>]*>([\d ]+)<", Path(spec[4:]).read_text())
+                      for v in m.split()]
+            if values:
+                return max(values) / 10
+        return 2.0 if spec.startswith("synthetic:") else None  # hwloc's synthetic default: 10 / 20
+
+    def write_generated(self) -> None:
+        lines = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit.",
+                 "% Each macro names the results file it came from."]
+        for macro, (value, source) in sorted(self.numbers.items()):
+            if "\\_" not in value:
+                value = value.replace("_", "\\_")
+            value = value.replace("%", "\\%").replace("#", "\\#")
+            lines.append(f"\\newcommand{{\\num{macro}}}{{{value}}}  % {source}")
+        (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
+        caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]
+        for name in ("scalability", "locality", "memory-speedup", "micro", "preempt", "http", "timeline"):
+            macro = re.sub(r"[^A-Za-z]", "", name.title())
+            text = self.captions.get(name, "Not produced by this run: its experiment did not run.")
+            caps.append(f"\\newcommand{{\\caption{macro}}}{{{text}}}")
+            caps.append(f"\\newcommand{{\\has{macro}}}{{{'1' if name in self.made else '0'}}}")
+        (self.generated / "captions.tex").write_text("\n".join(caps) + "\n")
+
+
+def main() -> int:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        return explib.bad_input(PROG, "usage: scripts/plot.py RESULTS_DIR")
+    results = Path(sys.argv[1])
+    if not (results / "results.csv").is_file():
+        return explib.bad_input(PROG, f"{results}: no results.csv there (scripts/reproduce.sh writes one)")
+    try:
+        p = Plotter(results)
+    except (OSError, csv.Error, KeyError, ValueError, json.JSONDecodeError) as e:
+        return explib.bad_input(PROG, f"{results}: cannot read the results: {e}")
+    for figure in (p.scalability, p.locality, p.memory_speedup, p.micro, p.preempt, p.http, p.timeline):
+        figure()
+    p.sweep_numbers()
+    p.write_generated()
+    print(f"{PROG}: {len(p.made)} figures in {p.figures}: {', '.join(p.made)}")
+    for m in p.missing:
+        print(f"{PROG}: left out: {m}")
+    print(f"{PROG}: {len(p.numbers)} numbers in {p.generated / 'numbers.tex'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+#!/usr/bin/python3
+"""The workload sweep of the experiment pipeline: mode x P count x workload x repetition, on this
+machine and, when it has one node, on emulated multi-node topologies.
+
+usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--quick | --full]
+                        [--only W,...] [--modes flat,numa,go] [--procs N,...]
+                        [--topology T,...] [--repetitions R]
+
+Each run is one process: BUILD/experiments/nugo-workload (or the Go twin, go-workload, built
+here) with NUGO_PROCS, NUGO_MODE, NUGO_TOPOLOGY and NUGO_STATS set; the workload checks its
+own result. Writes DIR/results.csv (one row per run, with the runtime's statistics counters),
+DIR/machine.json (what ran where), DIR/sweep.json (settings, commands, medians), DIR/sweep.md
+(the summary tables) and DIR/logs/ (each run's output and statistics).
+
+Topologies (--topology, comma-separated):
+  machine  this machine, as hwloc sees it (real: timings are hardware results)
+  2node    the 2-socket Xeon of ../shared/topologies (24 PUs), emulated
+  4node    the 4-socket Xeon (96 PUs), emulated
+  24node   the 24-node em64t (384 PUs) at 48 Ps, emulated, for locality counters only: its
+           timings are not reported (48 Ps folded onto this machine's CPUs measure nothing)
+  xml:PATH or synthetic:DESC  any other, emulated
+Without shared/, 2node, 4node and 24node are hwloc synthetic machines of the same shape.
+The default is `machine`, plus 2node, 4node and 24node when this machine has one node.
+
+On an emulated topology the memory-bound workloads run with the emulated memory latency
+model (experiments/workloads/README.md), and every such row says so (latency_model = 1).
+The Go twins run on `machine` only: Go cannot be shown a topology.
+
+Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 5
+repetitions), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 5 repetitions;
+for a real multi-socket machine). --repetitions overrides.
+
+Exit status: 0 when every run succeeded, 1 when one failed (wrong result, crash, timeout:
+the others still run, and the failure is in the CSV and on stderr), 2 on bad input (an unknown
+workload, mode or topology, a missing file, a P count out of range), before anything runs.
+"""
+import csv
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
+
+PROG = "sweep.py"
+SHARED_TOPOLOGIES = explib.ROOT.parent / "shared" / "topologies"
+MAX_PROCS = 1024  # nugo::Config::kMaxProcs
+# name: (xml file in shared/topologies, the synthetic stand-in, fixed P counts or None,
+#        whether timings are reported)
+NAMED_TOPOLOGIES = {
+    "2node": ("xeon-2socket-2node-24pu.xml", "pack:2 numa:1 core:6 pu:2", None, True),
+    "4node": ("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2", None, True),
+    "24node": ("em64t-24node-384pu.xml", "pack:24 numa:1 core:8 pu:2", [48], False),
+}
+# P counts per profile on an emulated topology of N nodes (Ps beyond this machine's CPUs are
+# oversubscribed threads: the decisions are the scheduler's, the timings only indicative).
+STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
+                  "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
+                  "wakeups_cross_node", "preemptions", "idle_ns"]
+COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
+           "mode", "procs", "repetition", "ok", "seconds", "throughput", "work", "unit",
+           "latency_model", "local_block_ns", "blocks", "remote_blocks"] + STATS_COUNTERS + \
+          ["moved_remote_by_distance", "error"]  # "distance:count ..." (space-separated)
+
+
+class Topo:
+    def __init__(self, name: str, spec: str, emulated: bool, pus: int, nodes: int,
+                 procs: list[int] | None, timing: bool):
+        self.name, self.spec, self.emulated, self.pus, self.nodes = name, spec, emulated, pus, nodes
+        self.fixed_procs, self.timing = procs, timing
+
+
+def describe_topology(build: Path, spec: str) -> tuple[int, int]:
+    """(PUs, nodes with CPUs) of a topology, from nugo-topo, which loads it as the runtime
+    does (and refuses a bad one with a message naming it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")} | {"NUGO_TOPOLOGY": spec}
+    out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", "1"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    pus = re.search(r"(\d+) PUs,", out.stdout)
+    if out.returncode != 0 or not pus:
+        raise explib.Failed(out.stderr.strip() or f"nugo-topo failed on {spec!r}")
+    return int(pus.group(1)), len(re.findall(r"^node \d+:.* PUs ", out.stdout, re.M))
+
+
+def resolve_topology(build: Path, name: str) -> Topo:
+    if name == "machine":
+        pus, nodes = describe_topology(build, "")
+        return Topo("machine", "", False, pus, nodes, None, True)
+    if name in NAMED_TOPOLOGIES:
+        xml, synthetic, procs, timing = NAMED_TOPOLOGIES[name]
+        path = SHARED_TOPOLOGIES / xml
+        spec = f"xml:{path}" if path.exists() else f"synthetic:{synthetic}"
+    elif name.startswith(("xml:", "synthetic:")):
+        if name.startswith("xml:") and not Path(name[4:]).is_file():
+            raise explib.Failed(f"--topology {name}: no such file {name[4:]}")
+        spec, procs, timing = name, None, True
+    else:
+        raise explib.Failed(f"--topology: unknown topology '{name}' "
+                            "(machine, 2node, 4node, 24node, xml:PATH or synthetic:DESC)")
+    pus, nodes = describe_topology(build, spec)
+    return Topo(name, spec, True, pus, nodes, procs, timing)
+
+
+def proc_counts(topo: Topo, profile: str, real_cpus: int) -> list[int]:
+    if topo.fixed_procs:
+        return topo.fixed_procs
+    limit = min(topo.pus, MAX_PROCS)
+    powers = [p for p in (1 << i for i in range(11)) if p <= limit]
+    if limit not in powers:
+        powers.append(limit)
+    if profile == "full" or not topo.emulated:
+        # the real machine: every power of two up to its PUs (1 and 2 here)
+        return powers if profile == "full" else [p for p in powers if p <= max(real_cpus, 1)]
+    # emulated: one P per node and two per node, enough to see the scheduler decide
+    return sorted({p for p in (topo.nodes, 2 * topo.nodes) if p <= limit})
+
+
+def workload_names(build: Path) -> list[str]:
+    out = subprocess.run([str(build / "experiments" / "nugo-workload")], capture_output=True,
+                         text=True, timeout=60)
+    m = re.search(r"^workloads:(.*)$", out.stderr, re.M)
+    if not m:
+        raise explib.Failed(f"nugo-workload did not list its workloads: {out.stderr.strip()}")
+    return m.group(1).split()
+
+
+def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
+    go = shutil.which("go")
+    if not go:
+        print(f"{PROG}: no `go` on PATH: the Go twins are left out (scripts/bootstrap.sh --baselines "
+              "installs Go 1.19)", file=sys.stderr)
+        return None
+    exe = build / "go-workload"
+    runner.run([go, "build", "-o", exe, "./workloads"], cwd=explib.GO_DIR,
+               env=explib.go_environment(build), timeout_s=600)
+    return exe
+
+
+def machine_info(build: Path, topologies: list[Topo]) -> dict:
+    def cmd(argv, **kw):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kw)
+            return out.stdout.strip() if out.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    cache = {}
+    cache_file = build / "CMakeCache.txt"
+    if cache_file.exists():
+        for line in cache_file.read_text().splitlines():
+            m = re.match(r"^(CMAKE_BUILD_TYPE|CMAKE_CXX_COMPILER|CMAKE_CXX_FLAGS|CMAKE_CXX_FLAGS_RELEASE):\w+=(.*)$", line)
+            if m:
+                cache[m.group(1)] = m.group(2)
+    boost = None
+    version_hpp = Path("/usr/include/boost/version.hpp")
+    if version_hpp.exists():
+        m = re.search(r'#define BOOST_LIB_VERSION "([^"]+)"', version_hpp.read_text())
+        boost = m.group(1).replace("_", ".") if m else None
+    revision = cmd(["git", "rev-parse", "HEAD"], cwd=explib.ROOT)
+    dirty = cmd(["git", "status", "--porcelain", "--untracked-files=no"], cwd=explib.ROOT)
+    compiler = cache.get("CMAKE_CXX_COMPILER", "c++")
+    return {
+        "cpu_model": cpu,
+        "cpus_online": os.cpu_count(),
+        "kernel": platform.release(),
+        "os": cmd(["sh", "-c", ". /etc/os-release && echo \"$PRETTY_NAME\""]),
+        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "hwloc_xml": cmd(["lstopo-no-graphics", "--of", "xml"]) or cmd(["lstopo", "--of", "xml"]),
+        "numa_nodes": cmd(["sh", "-c", "ls -d /sys/devices/system/node/node* | wc -l"]),
+        "compiler": cmd([compiler, "--version"]).splitlines()[0] if cmd([compiler, "--version"]) else compiler,
+        "build_type": cache.get("CMAKE_BUILD_TYPE"),
+        "cxx_flags": " ".join(filter(None, [cache.get("CMAKE_CXX_FLAGS"), cache.get("CMAKE_CXX_FLAGS_RELEASE")])),
+        "git_revision": (revision or "unknown") + ("-dirty" if dirty else ""),
+        "go_version": cmd(["go", "version"]),
+        "boost_version": boost,
+        "topologies": {t.name: {"spec": t.spec or "this machine (hwloc)", "emulated": t.emulated,
+                                "pus": t.pus, "nodes_with_cpus": t.nodes, "timing_reported": t.timing}
+                       for t in topologies},
+    }
+
+
+def parse_list(value: str | None) -> list[str] | None:
+    return [v for v in value.split(",") if v] if value else None
+
+
+def main() -> int:
+    p = explib.parser(PROG, __doc__)
+    p.add_argument("--full", action="store_true", help="large sizes, every P count (real multi-socket machines)")
+    p.add_argument("--only", help="workloads, comma-separated (default: all)")
+    p.add_argument("--modes", help="flat,numa,go (default: all three)")
+    p.add_argument("--procs", help="P counts, comma-separated (default: per topology)")
+    p.add_argument("--topology", help="topologies, comma-separated (see above)")
+    p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 5 otherwise)")
+    p.add_argument("--dry-run", action="store_true", help="check the arguments, print the plan, run nothing")
+    args = p.parse_args()
+    if args.quick and args.full:
+        return explib.bad_input(PROG, "--quick and --full exclude each other")
+    profile = "quick" if args.quick else "full" if args.full else "default"
+    size = {"quick": "tiny", "default": "default", "full": "large"}[profile]
+    reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 5)
+    if reps < 1:
+        return explib.bad_input(PROG, f"--repetitions {reps}: at least 1")
+    build = args.build_dir.resolve()
+    exe = build / "experiments" / "nugo-workload"
+    if not os.access(exe, os.X_OK):
+        return explib.bad_input(PROG, f"{exe}: not built (cmake --build {build} --target nugo-workload nugo-topo)")
+
+    # ---- everything checked before anything runs ----
+    try:
+        known = workload_names(build)
+        workloads = parse_list(args.only) or known
+        for w in workloads:
+            if w not in known:
+                return explib.bad_input(PROG, f"--only: unknown workload '{w}' (known: {', '.join(known)})")
+        modes = parse_list(args.modes) or ["flat", "numa", "go"]
+        for m in modes:
+            if m not in ("flat", "numa", "go"):
+                return explib.bad_input(PROG, f"--modes: unknown mode '{m}' (flat, numa or go)")
+        procs = None
+        if args.procs:
+            try:
+                procs = [int(x) for x in parse_list(args.procs)]
+            except ValueError:
+                return explib.bad_input(PROG, f"--procs {args.procs}: not a list of numbers")
+            for n in procs:
+                if not 1 <= n <= MAX_PROCS:
+                    return explib.bad_input(PROG, f"--procs: {n} is out of range (1 to {MAX_PROCS})")
+        machine = resolve_topology(build, "machine")
+        names = parse_list(args.topology)
+        if names is None:
+            names = ["machine"] + (["2node", "4node", "24node"] if machine.nodes == 1 else [])
+        topologies = [machine if n == "machine" else resolve_topology(build, n) for n in names]
+    except explib.Failed as e:
+        return explib.bad_input(PROG, str(e))
+    real_cpus = len(os.sched_getaffinity(0))
+
+    # ---- the plan ----
+    configs = []  # (topology, mode, procs)
+    for t in topologies:
+        counts = procs or proc_counts(t, profile, real_cpus)
+        for n in counts:
+            if n > t.pus and not (t.name == "machine" and n <= MAX_PROCS):
+                return explib.bad_input(PROG, f"--procs: {n} Ps is more than the {t.pus} PUs of topology {t.name}")
+        for n in counts:
+            for m in modes:
+                if m == "go" and t.emulated:
+                    continue  # Go cannot be shown a topology
+                if m == "numa" and t.nodes == 1 and "flat" in modes:
+                    continue  # NUMA mode with one domain is flat mode: the same run again
+                configs.append((t, m, n))
+    if not configs:
+        return explib.bad_input(PROG, "nothing to run: no mode of --modes applies to any topology")
+    runs = [(rep, t, w, m, n) for rep in range(1, reps + 1) for t, m, n in configs for w in workloads
+            # a topology whose timings are not reported needs one repetition only
+            if t.timing or rep == 1]
+
+    if args.dry_run:
+        print(f"{PROG}: would run {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations x "
+              f"{reps} repetitions, {size} sizes, on {', '.join(t.name for t in topologies)}")
+        return 0
+    out = args.out.resolve()
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    runner = explib.Runner(timeout_s=120 if args.quick else 600, echo=False)
+    go_exe = build_go_twin(build, runner) if any(m == "go" for _, m, _ in configs) else None
+    if go_exe is None and any(m == "go" for _, m, _ in configs):
+        configs = [c for c in configs if c[1] != "go"]
+        runs = [r for r in runs if r[3] != "go"]
+    (out / "machine.json").write_text(json.dumps(machine_info(build, topologies), indent=2) + "\n")
+
+    print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations "
+          f"(topology, mode, Ps) x {reps} repetitions, {size} sizes; results in {out}", file=sys.stderr)
+    progress = explib.Progress(len(runs))
+    rows, failures = [], 0
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for rep, t, w, m, n in runs:
+            run_id = f"{t.name}-{m}-p{n}-{w}-r{rep}"
+            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size)
+            if row["ok"] != 1:
+                failures += 1
+                print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
+            writer.writerow(row)
+            f.flush()
+            rows.append(row)
+            shown = f"{float(row['seconds']):.3f} s" if row["seconds"] != "" and t.timing else "locality only"
+            progress.finished(f"{w:13} {t.name:7} {m:4} {n:3} Ps  rep {rep}: "
+                              + (shown if row["ok"] == 1 else "FAILED"))
+
+    summary = summarize(rows)
+    (out / "sweep.md").write_text(summary["markdown"])
+    print("\n" + summary["text"])
+    explib.write_json(out / "sweep.json", {"medians": summary["medians"], "failures": failures},
+                      {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
+                       "modes": modes, "topologies": [t.name for t in topologies],
+                       "configurations": [[t.name, m, n] for t, m, n in configs]},
+                      runner.commands[:1] + [f"{exe} WORKLOAD --size {size} (NUGO_* per run: results.csv)"])
+    if failures:
+        print(f"{PROG}: {failures} of {len(runs)} runs failed (logs in {logs})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> dict:
+    row = dict.fromkeys(COLUMNS, "")
+    row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
+            "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
+            "repetition": rep, "ok": 0, "latency_model": 0}
+    stats_file = logs / f"{run_id}.stats.json"
+    if m == "go":
+        if go_exe is None:
+            row["error"] = "no Go"
+            return row
+        cmd = [go_exe, w, "-size", size]
+        env = explib.go_environment(build) | {"GOMAXPROCS": str(n)}
+    else:
+        cmd = [exe, w, "--size", size]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
+        env |= {"NUGO_PROCS": str(n), "NUGO_MODE": m, "NUGO_STATS": str(stats_file)}
+        if t.spec:
+            env["NUGO_TOPOLOGY"] = t.spec
+    try:
+        done = runner.run(cmd, env=env, check=False)
+    except explib.Failed as e:
+        row["error"] = str(e).splitlines()[0]
+        return row
+    (logs / f"{run_id}.out").write_text(done.stdout)
+    (logs / f"{run_id}.err").write_text(done.stderr)
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        row["error"] = f"exit {done.returncode}, no JSON: {explib.tail(done.stderr, 3)}"
+        return row
+    row |= {"kind": result["kind"], "seconds": result["seconds"], "throughput": result["throughput"],
+            "work": result["work"], "unit": result["unit"],
+            "latency_model": int(result.get("latency_model", False)),
+            "local_block_ns": result.get("local_block_ns", ""), "blocks": result.get("blocks", ""),
+            "remote_blocks": result.get("remote_blocks", "")}
+    if m != "go":
+        if result["mode"] != m or result["procs"] != n:
+            row["error"] = f"ran {result['mode']} at {result['procs']} Ps, not {m} at {n}"
+            return row
+        try:
+            totals = json.loads(stats_file.read_text())["totals"]
+            row |= {k: totals[k] for k in STATS_COUNTERS}
+            row["moved_remote_by_distance"] = " ".join(
+                f"{d}:{c}" for d, c in sorted(totals["moved_remote_by_distance"].items(), key=lambda x: int(x[0])))
+        except (OSError, json.JSONDecodeError, KeyError) as e:
+            row["error"] = f"statistics missing or malformed in {stats_file}: {e}"
+            return row
+    if done.returncode != 0 or not result["ok"]:
+        row["error"] = f"exit {done.returncode}: {result.get('result', '')}"
+        return row
+    row["ok"] = 1
+    return row
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Medians (with min and max) per topology, workload and P count, beside each other by mode;
+    and the locality counters per topology and mode."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["ok"] == 1 and r["timing_reported"] == 1:
+            groups.setdefault((r["topology"], r["workload"], r["procs"], r["mode"]), []).append(float(r["seconds"]))
+    medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3], "seconds_median": s.median,
+                "seconds_min": s.lo, "seconds_max": s.hi, "n": s.n}
+               for k, v in sorted(groups.items()) if (s := explib.spread(v))]
+    by_key = {(m["topology"], m["workload"], m["procs"], m["mode"]): m for m in medians}
+    emulated = {r["topology"]: (r["emulated"], r["latency_model"]) for r in rows}
+    timing_rows = []
+    for t, w, n in sorted({k[:3] for k in by_key}):
+        cells = {}
+        for mode in ("flat", "numa", "go"):
+            m = by_key.get((t, w, n, mode))
+            cells[mode] = m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"])
+        speedup = cells["flat"].median / cells["numa"].median if cells["flat"] and cells["numa"] else None
+        go_ratio = cells["flat"].median / cells["go"].median if cells["flat"] and cells["go"] else None
+        label = t + (" (emulated)" if emulated[t][0] else "")
+        timing_rows.append([label, w, n, cells["flat"], cells["numa"], cells["go"],
+                            explib.fmt(speedup), explib.fmt(go_ratio)])
+    headers = ["topology", "workload", "Ps", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
+
+    loc: dict[tuple, dict] = {}
+    for r in rows:
+        if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["runs"] != "":
+            acc = loc.setdefault((r["topology"], r["mode"]), dict.fromkeys(STATS_COUNTERS + ["blocks", "remote_blocks"], 0))
+            for k in acc:
+                acc[k] += int(r[k] or 0)
+    loc_rows = []
+    for (t, m), a in sorted(loc.items()):
+        steals = a["steals_same_node"] + a["steals_remote"]
+        loc_rows.append([t + (" (emulated)" if emulated[t][0] else ""), m,
+                         explib.fmt(a["runs_home"] / a["runs"] if a["runs"] else None),
+                         explib.fmt(a["steals_remote"] / steals if steals else None),
+                         a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])
+    loc_headers = ["topology", "mode", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
+    note = ("Seconds: median [min, max] over the repetitions, kernel time only. flat/numa > 1: NUMA mode "
+            "faster. Emulated topologies measure the scheduler's decisions; their memory-bound "
+            "rows ran with the emulated memory latency model (latency_model = 1 in results.csv), "
+            "not on real remote memory.")
+    text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n")
+    md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (all runs summed)\n\n"
+          + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
+    return {"medians": medians, "text": text, "markdown": md}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The experiment pipeline's tests (experiments/CMakeLists.txt runs each case):
+#   tests/pipeline_test.sh latency BUILD   the memory latency model: on by default on an
+#                                          emulated multi-node topology, off on request,
+#                                          refused on a real one
+#   tests/pipeline_test.sh plot WORK       scripts/plot.py on a copy of the committed sample
+#                                          results makes every figure and the paper's macros
+#   tests/pipeline_test.sh reproduce BUILD WORK
+#                                          scripts/reproduce.sh --quick --only fib, end to end
+#   tests/pipeline_test.sh bad-input BUILD bad arguments exit with status 2 before anything runs
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+py=/usr/bin/python3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_status() {  # expect_status WANT what... : runs it, checks its exit status
+  local want=$1; shift
+  "$@" >/tmp/pipeline_test.$$.out 2>&1
+  local got=$?
+  [ "$got" -eq "$want" ] || { cat /tmp/pipeline_test.$$.out >&2; fail "exit $got, not $want: $*"; }
+  rm -f /tmp/pipeline_test.$$.out
+}
+
+case "${1:-}" in
+  latency)
+    exe=$2/experiments/nugo-workload
+    two="synthetic:pack:2 numa:1 core:2 pu:1"
+    out=$(NUGO_PROCS=4 NUGO_MODE=flat NUGO_TOPOLOGY=$two "$exe" triad --size tiny 2>/dev/null) || fail "triad failed: $out"
+    echo "$out" | grep -q '"latency_model": true' || fail "model not on by default on 2 emulated nodes: $out"
+    echo "$out" | grep -Eq '"blocks": [1-9]' || fail "no blocks counted: $out"
+    echo "$out" | grep -Eq '"local_block_ns": [0-9]*[1-9]' || fail "no calibration: $out"
+    out=$(NUGO_PROCS=4 NUGO_MODE=flat NUGO_TOPOLOGY=$two "$exe" stencil --size tiny --latency-model off 2>/dev/null) || fail "stencil failed"
+    echo "$out" | grep -q '"latency_model": false' || fail "--latency-model off left it on: $out"
+    out=$(NUGO_PROCS=2 NUGO_MODE=flat "$exe" histogram --size tiny 2>/dev/null) || fail "histogram failed"
+    echo "$out" | grep -q '"latency_model": false' || fail "model on for the real one-node machine: $out"
+    out=$(NUGO_PROCS=4 NUGO_TOPOLOGY=$two "$exe" fib --size tiny 2>/dev/null) || fail "fib failed"
+    echo "$out" | grep -q '"latency_model": false' || fail "model on for a compute-bound workload: $out"
+    NUGO_PROCS=2 "$exe" triad --size tiny --latency-model on >/dev/null 2>/tmp/pipeline_test.$$.err
+    [ $? -eq 2 ] && grep -q "needs an emulated topology" /tmp/pipeline_test.$$.err || fail "--latency-model on accepted on a real topology"
+    rm -f /tmp/pipeline_test.$$.err
+    echo "latency model: on, off and refused as documented"
+    ;;
+  plot)
+    work=$2/plot-sample
+    rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
+    $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
+    for f in scalability locality memory-speedup micro preempt http timeline; do
+      size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
+      [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
+    done
+    grep -q '\\newcommand{\\numSweepRuns}' "$work/generated/numbers.tex" || fail "numbers.tex has no SweepRuns"
+    grep -q 'n/a' "$work/generated/numbers.tex" && fail "a number is n/a though every experiment is in the sample"
+    grep -q '\\newcommand{\\hasTimeline}{1}' "$work/generated/captions.tex" || fail "captions.tex lacks the timeline"
+    grep -q 'EMULATED' "$work/generated/captions.tex" || fail "no caption labels the emulated results"
+    # Every macro the paper uses is one plot.py writes.
+    for m in $(grep -o '\\num[A-Za-z]*' "$root/paper/paper.tex" | sort -u); do
+      grep -q "newcommand{\\$m}" "$work/generated/numbers.tex" || fail "paper.tex uses $m, which plot.py does not write"
+    done
+    $py "$root/scripts/plot.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "plot.py without results.csv did not exit 2"
+    echo "plot.py: every figure, every macro the paper uses"
+    ;;
+  reproduce)
+    build=$2 work=$3/reproduce-quick
+    rm -rf "$work"
+    bash "$root/scripts/reproduce.sh" --quick --only fib --modes flat,numa --topology machine,2node \
+      --build-dir "$build" --out "$work" || fail "reproduce.sh failed"
+    rows=$(tail -n +2 "$work/results.csv" | wc -l)
+    [ "$rows" -ge 3 ] || fail "results.csv has $rows rows"
+    grep -q ',2node,.*,1,1,numa,' "$work/results.csv" || fail "no emulated NUMA row labelled emulated in results.csv"
+    [ -f "$work/machine.json" ] && [ -f "$work/sweep.md" ] && [ -f "$work/reproduce.log" ] || fail "machine.json, sweep.md or reproduce.log missing"
+    [ -s "$work/figures/scalability.png" ] && [ -s "$work/figures/locality.png" ] || fail "figures missing"
+    [ -f "$work/generated/numbers.tex" ] || fail "numbers.tex missing"
+    if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
+      [ -s "$work/paper/paper.pdf" ] || fail "TeX is installed but no paper.pdf"
+      echo "the paper was built: $work/paper/paper.pdf"
+    else
+      grep -q "no TeX here" "$work/reproduce.log" || fail "no TeX and no message saying so"
+      echo "no TeX installed: the paper was skipped with a message (scripts/bootstrap.sh --paper)"
+    fi
+    git -C "$root" status --porcelain paper/ | grep -q . && fail "a --quick run changed the committed paper/"
+    echo "reproduce.sh --quick --only fib: end to end"
+    ;;
+  bad-input)
+    build=$2
+    expect_status 2 bash "$root/scripts/reproduce.sh" --quick --only bogus --build-dir "$build" --out /tmp/never
+    expect_status 2 bash "$root/scripts/reproduce.sh" --quick --topology xml:/nonexistent.xml --build-dir "$build" --out /tmp/never
+    expect_status 2 bash "$root/scripts/reproduce.sh" --quick --procs 5000 --build-dir "$build" --out /tmp/never
+    expect_status 2 bash "$root/scripts/reproduce.sh" --quick --full
+    expect_status 2 bash "$root/scripts/reproduce.sh" --frobnicate
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --modes flat,warp --dry-run
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
+    [ -e /tmp/never ] && fail "a refused run created its results directory"
+    echo "bad input: status 2, nothing run"
+    ;;
+  *) echo "usage: tests/pipeline_test.sh latency|plot|reproduce|bad-input ..." >&2; exit 2 ;;
+esac
