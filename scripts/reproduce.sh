@@ -139,6 +139,7 @@ else
 fi
 
 if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
+  mkdir -p paper/figures paper/generated
   cp "$out"/figures/*.png paper/figures/
   cp "$out"/generated/*.tex paper/generated/
   [ -f "$out/paper/paper.pdf" ] && cp "$out/paper/paper.pdf" paper/paper.pdf
