@@ -79,6 +79,8 @@ class Runner:
             done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
             raise Failed(f"{shown}: no result after {limit:.0f} s (killed)")
+        except OSError as e:
+            raise Failed(f"{shown}: {e}")
         if check and done.returncode != 0:
             raise Failed(f"{shown}: exit status {done.returncode}\n{tail(done.stdout + done.stderr)}")
         return done

@@ -151,6 +151,9 @@ def main() -> int:
         if not exe.exists():
             print(f"net.py: {exe} not found (build with NUGO_BUILD_EXPERIMENTS=ON)", file=sys.stderr)
             return 2
+    if not shutil.which("go"):
+        print("net.py: go not found (scripts/bootstrap.sh --baselines installs Go 1.19)", file=sys.stderr)
+        return 2
     if not shutil.which("wrk"):
         print("net.py: wrk not found (scripts/bootstrap.sh --baselines installs it)", file=sys.stderr)
         return 2

@@ -43,6 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 # The list is yield, create-and-run, channel ping-pong (chan_sync), skynet and
 # fork-join fib. yield_ping exists only at procs:1, where both modes build the same single
@@ -422,7 +425,10 @@ def main() -> int:
         result["locality"] = {"skipped": note}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "numa.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "numa.json").write_text(json.dumps(result, indent=1))
+    explib.write_json(out_dir / "numa.json", result,
+                      {"quick": quick, "repetitions": reps, "bind": bind, "benchmarks": BENCHMARKS,
+                       "process_timeout_s": PROCESS_TIMEOUT_S},
+                      [explib.quote(["scripts/numa.py"] + sys.argv[1:])])
     print("\n".join(lines))
     print(f"\nwrote {out_dir / 'numa.md'} and {out_dir / 'numa.json'}")
     return 0

@@ -13,7 +13,8 @@ those experiments ran) and writes, without running anything:
                                       emulated memory latency model was on
 A figure whose experiment did not run is left out, with a line saying so, and its macros
 say "n/a"; the paper then prints n/a rather than a stale number. Needs Debian's
-python3-matplotlib (run with /usr/bin/python3). Exit status 0; 2 when RESULTS_DIR has no
+python3-matplotlib (run with /usr/bin/python3). Exit status 0; 1 when a figure failed (the
+others, the numbers and the captions are still written); 2 when RESULTS_DIR has no
 results.csv or it cannot be read.
 """
 import csv
@@ -42,6 +43,15 @@ PUBLISHED_SPEEDUP = (1.2, 1.6)
 PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
 
 
+def tex(text) -> str:
+    """Free text (a topology name, a CPU model) made safe for TeX."""
+    out = str(text)
+    for a, b in (("\\", "/"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"), ("#", "\\#"), ("$", "\\$"),
+                 ("~", "\\textasciitilde{}"), ("^", "\\textasciicircum{}"), ("{", "("), ("}", ")")):
+        out = out.replace(a, b)
+    return out
+
+
 class Plotter:
     def __init__(self, results: Path):
         self.dir = results
@@ -59,6 +69,23 @@ class Plotter:
             for k in ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition"):
                 r[k] = int(r[k] or 0)
         self.machine = json.loads((results / "machine.json").read_text()) if (results / "machine.json").exists() else {}
+        self.topologies = self.machine.get("topologies", {})
+        self.cpus = int(self.machine.get("cpus_online") or 0)
+
+    def nodes(self, topology: str) -> int:
+        """Nodes with CPUs of a topology of this run (machine.json), 1 when unknown."""
+        return int(self.topologies.get(topology, {}).get("nodes_with_cpus", 1))
+
+    def oversubscribed(self, procs: int) -> bool:
+        """More Ps than this machine's CPUs: the threads share CPUs, so timings, and a busy-wait
+        that runs down while its thread is descheduled, are distorted."""
+        return bool(self.cpus) and procs > self.cpus
+
+    def na(self, *macros: str) -> None:
+        """Every macro a figure may set starts as n/a, so that a figure that fails or has no
+        data leaves the paper printing n/a, never an undefined macro or a stale number."""
+        for m in macros:
+            self.number(m, None, "")
 
     # ---- helpers ----
 
@@ -71,11 +98,13 @@ class Plotter:
             shown = str(path)
         return shown.replace("_", "\\_")  # for TeX, where every use of it goes
 
-    def number(self, macro: str, value, source: str, digits: int = 3) -> None:
+    def number(self, macro: str, value, source: str, digits: int = 3, percent: bool = False) -> None:
         if value is None:
             text = "n/a"
         elif isinstance(value, str):
-            text = value
+            text = tex(value)
+        elif percent:
+            text = f"{value:.1f}"
         elif isinstance(value, int):
             text = f"{value:,}".replace(",", "{,}")
         else:
@@ -100,14 +129,17 @@ class Plotter:
         emulated = any(r["emulated"] for r in self.rows if r["topology"] == t)
         return f"{t} (emulated)" if emulated else f"{t} (real)"
 
+    def is_emulated(self, t: str) -> bool:
+        return any(r["emulated"] for r in self.rows if r["topology"] == t)
+
     def provenance(self, topologies: list[str], memory: bool) -> str:
         real = [t for t in topologies if not any(r["emulated"] for r in self.rows if r["topology"] == t)]
         emulated = [t for t in topologies if t not in real]
         parts = []
         if real:
-            parts.append(f"real topology: {', '.join(real)} ({self.machine.get('cpu_model', 'this machine')})")
+            parts.append(f"real topology: {tex(', '.join(real))} ({tex(self.machine.get('cpu_model', 'this machine'))})")
         if emulated:
-            parts.append(f"EMULATED topologies: {', '.join(emulated)} (hwloc XML folded onto this machine's "
+            parts.append(f"EMULATED topologies: {tex(', '.join(emulated))} (hwloc XML folded onto this machine's "
                          f"{self.machine.get('cpus_online', '?')} CPUs: scheduler decisions, not hardware timings)")
         if memory and emulated:
             on = any(r["latency_model"] for r in self.rows if r["workload"] in MEMORY and r["topology"] in emulated)
@@ -127,7 +159,7 @@ class Plotter:
         cols = 4
         rows = (len(workloads) + cols - 1) // cols
         fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-        markers = dict(zip(topologies, "osD^v<>"))
+        markers = {t: "osD^v<>ph*"[i % 10] for i, t in enumerate(topologies)}
         for ax, w in zip(axes.flat, workloads):
             work = {r["topology"]: float(r["work"]) for r in self.rows if r["workload"] == w and r["work"]}
             for t in topologies:
@@ -136,7 +168,7 @@ class Plotter:
                     if pts:
                         color, style = MODE_STYLE[mode]
                         ax.plot([p for p, _ in pts], [y for _, y in pts], style, color=color, marker=markers[t],
-                                markersize=4, label=f"{t} {mode}")
+                                markersize=4, label=f"{self.topology_label(t)} {mode}")
             ax.set_title(w, fontsize=9)
             ax.set_xscale("log", base=2)
             ax.tick_params(labelsize=7)
@@ -152,11 +184,20 @@ class Plotter:
                   + self.provenance(topologies, memory=True) + ".")
 
     def locality(self) -> None:
+        self.locality_numbers({})
         acc: dict[tuple, dict] = {}
+        per_node_acc: dict[tuple, dict] = {}  # by P count too, for the macros
         by_distance: dict[tuple, dict[int, int]] = {}
         for r in self.rows:
-            if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["emulated"] and r["runs"]:
+            if r["ok"] == 1 and r["mode"] in ("flat", "numa") and self.nodes(r["topology"]) > 1 and r["runs"]:
                 a = acc.setdefault((r["topology"], r["mode"]), {"same": 0, "remote": 0, "runs": 0, "home": 0})
+                per_node = per_node_acc.setdefault((r["topology"], r["mode"], r["procs"]),
+                                                   {"same": 0, "remote": 0, "runs": 0, "home": 0})
+                for acc_ in (per_node,):
+                    acc_["same"] += int(r["steals_same_node"])
+                    acc_["remote"] += int(r["steals_remote"])
+                    acc_["runs"] += int(r["runs"])
+                    acc_["home"] += int(r["runs_home"])
                 a["same"] += int(r["steals_same_node"])
                 a["remote"] += int(r["steals_remote"])
                 a["runs"] += int(r["runs"])
@@ -167,9 +208,9 @@ class Plotter:
                 for item in (r.get("moved_remote_by_distance") or "").split():
                     dist, count = item.split(":")
                     d[int(dist)] = d.get(int(dist), 0) + int(count)
+        self.locality_numbers(per_node_acc)
         if not acc:
-            self.missing.append("locality (no emulated multi-node runs)")
-            self.locality_numbers(acc)
+            self.missing.append("locality (no multi-node runs)")
             return
         topologies = sorted({t for t, _ in acc})
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
@@ -207,64 +248,86 @@ class Plotter:
                   "on purpose, with go\\_on). "
                   f"Results: \\texttt{{{self.where('results.csv')}}}; " + self.provenance(topologies, memory=False)
                   + ". These are counts of the scheduler's decisions; no timing is involved.")
-        self.locality_numbers(acc)
 
-    def locality_numbers(self, acc: dict) -> None:
+    def locality_numbers(self, per_node_acc: dict) -> None:
+        """The paper's locality numbers, at two Ps per node: with one P per node every steal is
+        necessarily remote, so mixing P counts would mix two different questions."""
         for t, key in (("2node", "TwoNode"), ("4node", "FourNode"), ("24node", "TwentyFourNode")):
             for mode in ("flat", "numa"):
-                a = acc.get((t, mode))
                 m = mode.capitalize()
+                a = per_node_acc.get((t, mode, 2 * self.nodes(t)))
                 steals = a["same"] + a["remote"] if a else 0
                 self.number(f"StealsRemote{m}{key}", 100 * a["remote"] / steals if steals else None,
-                            self.where("results.csv"), 2)
+                            self.where("results.csv"), percent=True)
                 self.number(f"RunsHome{m}{key}", 100 * a["home"] / a["runs"] if a and a["runs"] else None,
-                            self.where("results.csv"), 3)
+                            self.where("results.csv"), percent=True)
 
     def memory_speedup(self) -> None:
-        compute = self.medians(lambda r: r["kind"] == "compute" and r["emulated"] == 1)
+        self.na("ComputeFlatOverNuma", "MemorySpeedupTwo", "MemorySpeedupMaxTwo", "MemorySpeedupFour",
+                "MemorySpeedupMaxFour", "MemorySpeedupBasisTwo", "MemorySpeedupBasisFour")
+        multi = lambda r: self.nodes(r["topology"]) > 1  # noqa: E731
+        fits = lambda r: not self.oversubscribed(r["procs"])  # noqa: E731
+        compute = self.medians(lambda r: r["kind"] == "compute" and multi(r) and fits(r))
         ratios = [compute[(t, w, n, "flat")] / compute[(t, w, n, "numa")] for (t, w, n, m) in compute
                   if m == "flat" and (t, w, n, "numa") in compute]
         self.number("ComputeFlatOverNuma", statistics.geometric_mean(ratios) if ratios else None, self.where("results.csv"))
-        med = self.medians(lambda r: r["workload"] in MEMORY and r["emulated"] == 1)
+        med = self.medians(lambda r: r["workload"] in MEMORY and multi(r))
         keys = sorted({(k[0], k[1], k[2]) for k in med if (k[0], k[1], k[2], "flat") in med and (k[0], k[1], k[2], "numa") in med})
         if not keys:
-            self.missing.append("memory speedup (no memory-bound runs in both modes on an emulated topology)")
-            for t in ("Two", "Four"):
-                self.number(f"MemorySpeedup{t}", None, self.where("results.csv"))
-                self.number(f"MemorySpeedupMax{t}", None, self.where("results.csv"))
+            self.missing.append("memory speedup (no memory-bound runs in both modes on a multi-node topology)")
             return
+        topologies = sorted({k[0] for k in keys})
+        emulated = any(self.is_emulated(t) for t in topologies)
         fig, ax = plt.subplots(figsize=(8, 3.4))
         labels = [f"{w}\n{t} {n}P" for t, w, n in keys]
         speedups = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for t, w, n in keys]
-        ax.bar(range(len(keys)), speedups, color=["tab:red" if s >= 1 else "tab:gray" for s in speedups])
+        over = [self.oversubscribed(n) for _, _, n in keys]
+        ax.bar(range(len(keys)), speedups, color=["tab:red" if s >= 1 else "tab:gray" for s in speedups],
+               hatch=None)
+        for i, o in enumerate(over):
+            if o:
+                ax.bar([i], [speedups[i]], color="none", edgecolor="black", hatch="///", linewidth=0)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.axhspan(*PUBLISHED_SPEEDUP, color="tab:green", alpha=0.15,
                    label="published memory-bound NUMA speedups, 4-8 node hardware (1.2-1.6x)")
+        if any(over):
+            ax.bar([0], [0], color="none", edgecolor="black", hatch="///", label="more Ps than CPUs (oversubscribed)")
         ax.set_xticks(range(len(keys)), labels, fontsize=6)
         ax.set_ylabel("flat time / NUMA time")
         ax.legend(fontsize=7)
-        ax.set_title("Memory-bound workloads: NUMA mode over flat mode (EMULATED memory latency)", fontsize=9)
+        ax.set_title("Memory-bound workloads: NUMA mode over flat mode"
+                     + (" (EMULATED memory latency)" if emulated else ""), fontsize=9)
+        model = ("EMULATED MEMORY LATENCY on the emulated topologies: a block of data worked on from a node "
+                 "other than its home pays a busy-wait of the block's own measured cost times (distance - 10)/10. "
+                 if emulated else "")
         self.save(fig, "memory-speedup",
                   "Speedup of NUMA mode over flat mode on the memory-bound workloads (median flat time over "
-                  "median NUMA time). EMULATED MEMORY LATENCY: the topologies are emulated, and a block of data "
-                  "touched from a node other than its home pays a busy-wait of its local cost times "
-                  "(distance - 10)/10, calibrated on this machine; the shaded band is the range published for "
+                  f"median NUMA time). {model}Hatched bars ran more Ps than this machine has CPUs, and are "
+                  "left out of the numbers quoted in the text where a topology has runs that are not. The shaded band is the range published for "
                   f"real 4-8 node machines. Results: \\texttt{{{self.where('results.csv')}}}; "
-                  + self.provenance(sorted({k[0] for k in keys}), memory=True) + ".")
+                  + self.provenance(topologies, memory=True) + ".")
         for t, name in (("2node", "Two"), ("4node", "Four")):
-            s = [med[(tt, w, n, "flat")] / med[(tt, w, n, "numa")] for tt, w, n in keys if tt == t]
+            # Runs with no more Ps than CPUs; when a topology has none (4 nodes on 2 CPUs), all of
+            # its runs, and the basis macro says they were oversubscribed.
+            mine = [(w, n) for tt, w, n in keys if tt == t]
+            fitting = [(w, n) for w, n in mine if not self.oversubscribed(n)]
+            used = fitting or mine
+            s = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for w, n in used]
             self.number(f"MemorySpeedup{name}", statistics.median(s) if s else None, self.where("results.csv"))
             self.number(f"MemorySpeedupMax{name}", max(s) if s else None, self.where("results.csv"))
+            self.number(f"MemorySpeedupBasis{name}",
+                        "runs with no more Ps than CPUs" if fitting else
+                        "every run oversubscribed this machine's CPUs: indicative only" if mine else "n/a", "")
 
     def micro(self) -> None:
+        self.na("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber")
         path = self.dir / "micro" / "micro.json"
         if not path.exists():
             self.missing.append("micro (no micro/micro.json)")
-            for m in ("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber"):
-                self.number(m, None, "micro/micro.json")
             return
         rows = [r for r in json.loads(path.read_text())["rows"] if r["go"] or r["fiber"]]
-        rows = [r for r in rows if r["nugo"] and not r.get("absolute")]
+        # times only (ns per something): peak RSS, cores and latency rows are other quantities
+        rows = [r for r in rows if r["nugo"] and not r.get("absolute") and r["unit"].startswith("ns/")]
         fig, ax = plt.subplots(figsize=(9, 3.6))
         names = [r["benchmark"] for r in rows]
         x = range(len(rows))
@@ -291,11 +354,10 @@ class Plotter:
         self.number("MicroYieldVsFiber", ratio("yield_ping/procs:1", "fiber"), self.where("micro/micro.json"))
 
     def preempt(self) -> None:
+        self.na("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine")
         path = self.dir / "preempt" / "preempt.json"
         if not path.exists():
             self.missing.append("preemption (no preempt/preempt.json)")
-            for m in ("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine"):
-                self.number(m, None, "preempt/preempt.json")
             return
         d = json.loads(path.read_text())
         series = []
@@ -323,11 +385,10 @@ class Plotter:
         self.number("PreemptGoPNinetyNine", g["p99_us"] / 1e3 if g else None, self.where("preempt/preempt.json"))
 
     def http(self) -> None:
+        self.na("HttpVsGoRaw", "HttpVsNetHttp")
         path = self.dir / "net" / "net.json"
         if not path.exists():
             self.missing.append("http (no net/net.json)")
-            for m in ("HttpVsGoRaw", "HttpVsNetHttp"):
-                self.number(m, None, "net/net.json")
             return
         h = json.loads(path.read_text())["http"]
         servers = [("nugo", "nugo-http", "tab:red"), ("goraw", "Go raw (package net)", "tab:gray"),
@@ -377,23 +438,24 @@ class Plotter:
         self.number("MachineCpus", self.machine.get("cpus_online"), "machine.json")
         self.number("MachineKernel", self.machine.get("kernel", "n/a"), "machine.json")
         self.number("MachineCompiler", self.machine.get("compiler", "n/a"), "machine.json")
-        self.number("GitRevision", self.machine.get("git_revision", "n/a")[:12], "machine.json")
+        revision = self.machine.get("git_revision", "n/a")
+        self.number("GitRevision", revision[:12] + ("-dirty" if revision.endswith("-dirty") else ""), "machine.json")
+        self.number("MachineNodes", self.nodes("machine") if "machine" in self.topologies else None, "machine.json")
         self.number("ResultsDir", self.where("."), "")
-        calibrations = [float(r["local_block_ns"]) for r in self.rows if r["latency_model"] and r["local_block_ns"]]
         self.number("LatencyRemoteFactorTwoNode", self.distance_factor("2node"), "machine.json")
         self.number("PublishedRemoteLatencyLow", PUBLISHED_REMOTE_LATENCY[0], "shared/reference/numa-and-peers.md")
         self.number("PublishedRemoteLatencyHigh", PUBLISHED_REMOTE_LATENCY[1], "shared/reference/numa-and-peers.md")
-        self.number("LatencyCalibrations", len(calibrations), src)
+        modelled = [r for r in self.rows if r["latency_model"] and r["blocks"]]
+        blocks = sum(int(r["blocks"]) for r in modelled if r["mode"] == "flat")
+        remote = sum(int(r["remote_blocks"]) for r in modelled if r["mode"] == "flat")
+        self.number("LatencyRemoteBlocksFlat", 100 * remote / blocks if blocks else None, src, percent=True)
 
     def distance_factor(self, topology: str):
-        """Remote/local cost the model charges on a topology: its largest distance / 10."""
-        spec = self.machine.get("topologies", {}).get(topology, {}).get("spec", "")
-        if spec.startswith("xml:") and Path(spec[4:]).exists():
-            values = [int(v) for m in re.findall(r"<u64values[^>]*>([\d ]+)<", Path(spec[4:]).read_text())
-                      for v in m.split()]
-            if values:
-                return max(values) / 10
-        return 2.0 if spec.startswith("synthetic:") else None  # hwloc's synthetic default: 10 / 20
+        """Remote/local cost the model charges on a topology: its largest distance / 10, from the
+        distance matrix the sweep recorded in machine.json."""
+        matrix = self.topologies.get(topology, {}).get("distance") or []
+        values = [d for row in matrix for d in row]
+        return max(values) / 10 if values else None
 
     def write_generated(self) -> None:
         lines = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit.",
@@ -423,15 +485,24 @@ def main() -> int:
         p = Plotter(results)
     except (OSError, csv.Error, KeyError, ValueError, json.JSONDecodeError) as e:
         return explib.bad_input(PROG, f"{results}: cannot read the results: {e}")
-    for figure in (p.scalability, p.locality, p.memory_speedup, p.micro, p.preempt, p.http, p.timeline):
-        figure()
-    p.sweep_numbers()
+    failed = []
+    # A figure that fails is reported and left out; the others, the numbers and the captions are
+    # still written, so that the paper builds (printing n/a for what is missing).
+    for figure in (p.scalability, p.locality, p.memory_speedup, p.micro, p.preempt, p.http, p.timeline,
+                   p.sweep_numbers):
+        try:
+            figure()
+        except Exception as e:  # noqa: BLE001 -- any error in one figure must not lose the rest
+            plt.close("all")
+            failed.append(f"{figure.__name__}: {type(e).__name__}: {e}")
     p.write_generated()
     print(f"{PROG}: {len(p.made)} figures in {p.figures}: {', '.join(p.made)}")
     for m in p.missing:
         print(f"{PROG}: left out: {m}")
     print(f"{PROG}: {len(p.numbers)} numbers in {p.generated / 'numbers.tex'}")
-    return 0
+    for f in failed:
+        print(f"{PROG}: FAILED: {f}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

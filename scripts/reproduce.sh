@@ -17,13 +17,16 @@
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
 # DIR/machine.json, DIR/sweep.md, DIR/{micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
-# DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (all of this output).
-# A default or --full run into the default directory also publishes its figures and numbers to
-# paper/figures/ and paper/generated/ (the committed ones); --quick and --out never touch them.
+# DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
+# experiments, from the sweep on). A complete default or --full run (no --only, --modes,
+# --procs, --topology, --out or --build-dir) also publishes its figures and numbers to
+# paper/figures/ and paper/generated/, the committed ones; no other run touches them.
 # Bad input (an unknown workload, a missing topology file, a P count out of range) exits with
-# status 2 before anything runs; a failed experiment makes the exit status 1 at the end.
+# status 2 before any experiment runs; a failed experiment makes the exit status 1 at the end.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
 
 usage() {
   echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
@@ -45,8 +48,8 @@ while [ $# -gt 0 ]; do
     --only|--modes|--procs|--topology|--out|--build-dir)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "reproduce.sh: $1 needs a value" >&2; usage; }
       case "$1" in
-        --out) out=$2 ;;
-        --build-dir) build=$2 ;;
+        --out) out=$(absolute "$2") ;;
+        --build-dir) build=$(absolute "$2") ;;
         --only) only=$2; sweep_args+=("$1" "$2") ;;
         *) sweep_args+=("$1" "$2") ;;
       esac
@@ -58,18 +61,39 @@ while [ $# -gt 0 ]; do
 done
 profile_flag=()
 [ "$profile" != default ] && profile_flag=("--$profile")
+# What needs no build is checked before the bootstrap and the build (the rest, the workload
+# names and each topology's size, by sweep.py --dry-run below, still before any experiment).
+for ((i = 0; i < ${#sweep_args[@]}; i += 2)); do
+  value=${sweep_args[i + 1]}
+  case "${sweep_args[i]}" in
+    --modes) for m in ${value//,/ }; do
+               case "$m" in flat|numa|go) ;; *) echo "reproduce.sh: --modes: unknown mode '$m' (flat, numa or go)" >&2; exit 2 ;; esac
+             done ;;
+    --procs) for n in ${value//,/ }; do
+               [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 1024 ] ||
+                 { echo "reproduce.sh: --procs: '$n' is not a P count from 1 to 1024" >&2; exit 2; }
+             done ;;
+    --topology) for t in ${value//,/ }; do
+                  case "$t" in xml:*) [ -f "${t#xml:}" ] || { echo "reproduce.sh: --topology $t: no such file" >&2; exit 2; } ;; esac
+                done ;;
+  esac
+done
 
 py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
 targets=(nugo-workload nugo-topo)
-[ -z "$only" ] && targets+=(nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo fiber-bench)
+[ -z "$only" ] && targets+=(nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo)
+own_build=""
 if [ -z "$build" ]; then
   bash scripts/bootstrap.sh --baselines
   build=build-release
+  own_build=1
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF >/dev/null
 elif [ ! -f "$build/CMakeCache.txt" ]; then
   echo "reproduce.sh: --build-dir $build: not a configured build directory" >&2
   exit 2
 fi
+# Boost.Fiber's twin exists only where CMake found Boost.Fiber (bootstrap.sh --baselines).
+[ -z "$only" ] && cmake --build "$build" --target help | grep '^fiber-bench:' >/dev/null && targets+=(fiber-bench)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
 # Everything the sweep will be asked is checked before anything runs (status 2 on bad input).
@@ -78,12 +102,19 @@ $py scripts/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_f
 publish=""
 if [ -z "$out" ]; then
   out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
-  [ "$profile" != quick ] && [ -z "$only" ] && publish=1
+  # Only a complete run, of the Release build this script made, may replace the paper's figures.
+  [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && publish=1
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 case "$out" in "$PWD"/results/*) ln -sfn "$out" results/latest ;; esac
 exec > >(tee "$out/reproduce.log") 2>&1
+tee_pid=$!
+finish() {  # the exit status, once tee has written the whole log
+  exec >&- 2>&-
+  wait "$tee_pid" 2>/dev/null || true
+  exit "$1"
+}
 
 steps=(sweep)
 [ -z "$only" ] && steps+=(micro preempt net numa trace)
@@ -100,7 +131,7 @@ failed=()
 quick=()
 [ "$profile" = quick ] && quick=(--quick)
 
-"$build/topology/nugo-topo" | head -n 12
+"$build/topology/nugo-topo" | sed -n 1,12p
 
 begin "workload sweep (scripts/sweep.py)"
 $py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" || failed+=(sweep)
@@ -140,6 +171,7 @@ fi
 
 if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
   mkdir -p paper/figures paper/generated
+  rm -f paper/figures/*.png paper/generated/*.tex  # nothing stale from an earlier run stays
   cp "$out"/figures/*.png paper/figures/
   cp "$out"/generated/*.tex paper/generated/
   [ -f "$out/paper/paper.pdf" ] && cp "$out/paper/paper.pdf" paper/paper.pdf
@@ -153,5 +185,6 @@ echo
 echo "results: $out (results.csv, machine.json, sweep.md, figures/, generated/numbers.tex, logs/)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "reproduce.sh: FAILED: ${failed[*]} (see $out/reproduce.log)" >&2
-  exit 1
+  finish 1
 fi
+finish 0

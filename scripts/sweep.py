@@ -64,33 +64,42 @@ STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node
                   "wakeups_cross_node", "preemptions", "idle_ns"]
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
            "mode", "procs", "repetition", "ok", "seconds", "throughput", "work", "unit",
-           "latency_model", "local_block_ns", "blocks", "remote_blocks"] + STATS_COUNTERS + \
+           "latency_model", "block_ns", "blocks", "remote_blocks"] + STATS_COUNTERS + \
           ["moved_remote_by_distance", "error"]  # "distance:count ..." (space-separated)
 
 
 class Topo:
-    def __init__(self, name: str, spec: str, emulated: bool, pus: int, nodes: int,
-                 procs: list[int] | None, timing: bool):
-        self.name, self.spec, self.emulated, self.pus, self.nodes = name, spec, emulated, pus, nodes
+    def __init__(self, name: str, spec: str, emulated: bool, described: tuple, procs: list[int] | None,
+                 timing: bool):
+        self.name, self.spec, self.emulated = name, spec, emulated
+        self.pus, self.nodes, self.distance = described
         self.fixed_procs, self.timing = procs, timing
 
 
-def describe_topology(build: Path, spec: str) -> tuple[int, int]:
-    """(PUs, nodes with CPUs) of a topology, from nugo-topo, which loads it as the runtime
-    does (and refuses a bad one with a message naming it)."""
+def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]]:
+    """(PUs, nodes with CPUs, the distance matrix) of a topology, from nugo-topo, which loads
+    it as the runtime does (and refuses a bad one with a message naming it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")} | {"NUGO_TOPOLOGY": spec}
     out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", "1"], env=env,
                          capture_output=True, text=True, timeout=60)
-    pus = re.search(r"(\d+) PUs,", out.stdout)
+    pus = re.search(r"(\d+) PUs?,", out.stdout)
     if out.returncode != 0 or not pus:
         raise explib.Failed(out.stderr.strip() or f"nugo-topo failed on {spec!r}")
-    return int(pus.group(1)), len(re.findall(r"^node \d+:.* PUs ", out.stdout, re.M))
+    nodes = len(re.findall(r"^node \d+(?: \(OS node \d+\))?: .*PUs ", out.stdout, re.M))
+    distances, lines = [], out.stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("distances ("):
+            for row in lines[i + 2:]:
+                cells = row.split()
+                if not cells or not all(c.isdigit() for c in cells):
+                    break
+                distances.append([int(c) for c in cells[1:]])
+    return int(pus.group(1)), nodes, distances
 
 
 def resolve_topology(build: Path, name: str) -> Topo:
     if name == "machine":
-        pus, nodes = describe_topology(build, "")
-        return Topo("machine", "", False, pus, nodes, None, True)
+        return Topo("machine", "", False, describe_topology(build, ""), None, True)
     if name in NAMED_TOPOLOGIES:
         xml, synthetic, procs, timing = NAMED_TOPOLOGIES[name]
         path = SHARED_TOPOLOGIES / xml
@@ -102,8 +111,7 @@ def resolve_topology(build: Path, name: str) -> Topo:
     else:
         raise explib.Failed(f"--topology: unknown topology '{name}' "
                             "(machine, 2node, 4node, 24node, xml:PATH or synthetic:DESC)")
-    pus, nodes = describe_topology(build, spec)
-    return Topo(name, spec, True, pus, nodes, procs, timing)
+    return Topo(name, spec, True, describe_topology(build, spec), procs, timing)
 
 
 def proc_counts(topo: Topo, profile: str, real_cpus: int) -> list[int]:
@@ -113,10 +121,12 @@ def proc_counts(topo: Topo, profile: str, real_cpus: int) -> list[int]:
     powers = [p for p in (1 << i for i in range(11)) if p <= limit]
     if limit not in powers:
         powers.append(limit)
-    if profile == "full" or not topo.emulated:
-        # the real machine: every power of two up to its PUs (1 and 2 here)
+    if not topo.emulated:
+        # the real machine: every power of two up to its PUs with --full, else up to the CPUs
+        # this process may use
         return powers if profile == "full" else [p for p in powers if p <= max(real_cpus, 1)]
-    # emulated: one P per node and two per node, enough to see the scheduler decide
+    # emulated, in every profile: one P per node and two per node, enough to see the scheduler
+    # decide (more would only oversubscribe this machine's CPUs further)
     return sorted({p for p in (topo.nodes, 2 * topo.nodes) if p <= limit})
 
 
@@ -136,8 +146,12 @@ def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
               "installs Go 1.19)", file=sys.stderr)
         return None
     exe = build / "go-workload"
-    runner.run([go, "build", "-o", exe, "./workloads"], cwd=explib.GO_DIR,
-               env=explib.go_environment(build), timeout_s=600)
+    try:
+        runner.run([go, "build", "-o", exe, "./workloads"], cwd=explib.GO_DIR,
+                   env=explib.go_environment(build), timeout_s=600)
+    except explib.Failed as e:
+        print(f"{PROG}: the Go twins did not build, so they are left out:\n{e}", file=sys.stderr)
+        return None
     return exe
 
 
@@ -181,7 +195,8 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
         "go_version": cmd(["go", "version"]),
         "boost_version": boost,
         "topologies": {t.name: {"spec": t.spec or "this machine (hwloc)", "emulated": t.emulated,
-                                "pus": t.pus, "nodes_with_cpus": t.nodes, "timing_reported": t.timing}
+                                "pus": t.pus, "nodes_with_cpus": t.nodes, "distance": t.distance,
+                                "timing_reported": t.timing}
                        for t in topologies},
     }
 
@@ -273,6 +288,9 @@ def main() -> int:
     if go_exe is None and any(m == "go" for _, m, _ in configs):
         configs = [c for c in configs if c[1] != "go"]
         runs = [r for r in runs if r[3] != "go"]
+        if not runs:
+            print(f"{PROG}: nothing left to run without Go", file=sys.stderr)
+            return 1
     (out / "machine.json").write_text(json.dumps(machine_info(build, topologies), indent=2) + "\n")
 
     print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations "
@@ -342,7 +360,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> 
     row |= {"kind": result["kind"], "seconds": result["seconds"], "throughput": result["throughput"],
             "work": result["work"], "unit": result["unit"],
             "latency_model": int(result.get("latency_model", False)),
-            "local_block_ns": result.get("local_block_ns", ""), "blocks": result.get("blocks", ""),
+            "block_ns": result.get("block_ns", ""), "blocks": result.get("blocks", ""),
             "remote_blocks": result.get("remote_blocks", "")}
     if m != "go":
         if result["mode"] != m or result["procs"] != n:
@@ -370,8 +388,10 @@ def summarize(rows: list[dict]) -> dict:
     for r in rows:
         if r["ok"] == 1 and r["timing_reported"] == 1:
             groups.setdefault((r["topology"], r["workload"], r["procs"], r["mode"]), []).append(float(r["seconds"]))
-    medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3], "seconds_median": s.median,
-                "seconds_min": s.lo, "seconds_max": s.hi, "n": s.n}
+    flags = {(r["topology"], r["workload"]): (r["emulated"], r["latency_model"]) for r in rows if r["ok"] == 1}
+    medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3],
+                "emulated": bool(flags[k[:2]][0]), "latency_model": bool(flags[k[:2]][1]),
+                "seconds_median": s.median, "seconds_min": s.lo, "seconds_max": s.hi, "n": s.n}
                for k, v in sorted(groups.items()) if (s := explib.spread(v))]
     by_key = {(m["topology"], m["workload"], m["procs"], m["mode"]): m for m in medians}
     emulated = {r["topology"]: (r["emulated"], r["latency_model"]) for r in rows}

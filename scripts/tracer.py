@@ -220,9 +220,8 @@ def main():
                          f"| {ratio:.3f}x |")
     lines += ["", f"Timeline (EMULATED 2-node topology, scheduler decisions only): `{png}`."]
     (out / "overhead.md").write_text("\n".join(lines) + "\n")
-    (out / "overhead.json").write_text(json.dumps({"quick": quick, "repetitions": reps,
-                                                   "tracing_on": rows, "tracing_off": off_rows,
-                                                   "timeline": str(png)}, indent=2) + "\n")
+    explib.write_json(out / "overhead.json", {"tracing_on": rows, "tracing_off": off_rows, "timeline": str(png)},
+                      {"quick": quick, "repetitions": reps}, [explib.quote(["scripts/tracer.py"] + sys.argv[1:])])
     print("\n".join(lines))
     return 0
 

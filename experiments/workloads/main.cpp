@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
     if (latency == "on" && !t.emulated)
       usage("--latency-model on needs an emulated topology (NUGO_TOPOLOGY=xml:... or synthetic:...): on " +
             t.source + " remote memory is really remote, and the model would charge it twice");
+    if (latency == "on" && nodes_with_cpus < 2)
+      usage("--latency-model on needs a topology with more than one node with CPUs: " + t.source + " has " +
+            std::to_string(nodes_with_cpus));
     if (t.emulated && nodes_with_cpus > 1) workloads::latency_model().turn_on(t);
   }
   Outcome outcome;
@@ -273,13 +276,13 @@ int main(int argc, char** argv) {
   std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, "
               "\"mode\": \"%s\", \"topology\": \"%s\", \"emulated\": %s, \"ok\": %s, "
               "\"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", \"throughput\": %.6g, "
-              "\"latency_model\": %s, \"local_block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
+              "\"latency_model\": %s, \"block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
               "\"result\": \"%s\"}\n",
               workload->name, workload->kind, kSizeNames[size], st.procs,
               st.mode == nugo::Mode::numa ? "numa" : "flat", json_escape(st.topology_source).c_str(),
               st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
               outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
-              model.on() ? "true" : "false", model.local_block_ns(),
+              model.on() ? "true" : "false", model.block_ns(),
               static_cast<unsigned long long>(model.blocks()), static_cast<unsigned long long>(model.remote_blocks()),
               json_escape(outcome.result).c_str());
   if (!outcome.ok)

@@ -30,11 +30,13 @@ inline double seconds_since(Clock::time_point t) {
 //
 // Every block of a kernel's data has a home node, the node its NodeArray was allocated on. A
 // goroutine that works on a block while it runs on a P of another node waits, busy, for the
-// block's local cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
+// block's own cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
 // in all, the ratio the topology's distance matrix states (10 is local, by ACPI's convention).
-// The local cost is measured on this machine by each kernel before its timed region
-// (calibrate()). The node a goroutine runs on is read once per block (nugo::this_g::node()), so
-// a goroutine that moves in the middle of a block pays for the whole block where it began it.
+// The local cost is the block's: by_blocks times each block as it works on it (on an emulated
+// topology all memory is local to this machine), so the charge follows the cache state, the
+// data size and the load of the moment, as a real remote access would. The node a goroutine
+// runs on is read once per block (nugo::this_g::node()): a goroutine that moves in the middle
+// of a block pays for the whole block where it began it.
 //
 // The model is a property of the run, not of the runtime: nugo-workload turns it on with
 // --latency-model (by default on emulated topologies with more than one node) and reports it in
@@ -54,37 +56,45 @@ class LatencyModel {
         extra_tenths_[static_cast<std::size_t>(t.nodes[i].os_index)][static_cast<std::size_t>(t.nodes[j].os_index)] =
             std::max(0, t.distance[i][j] - 10);
   }
-
   bool on() const { return on_; }
-  // The local cost of one block of the kernel about to run, in nanoseconds.
-  void calibrate(double local_block_ns) { local_block_ns_ = local_block_ns; }
-  double local_block_ns() const { return local_block_ns_; }
 
-  // Called before a goroutine works on one block whose home is `home` (an OS node number).
-  // Returns whether the block was remote (and was charged).
-  bool charge(int home) const {
-    if (!on_) return false;
-    const int here = nugo::this_g::node();
-    if (here < 0 || here == home) return false;
-    const int tenths = extra_tenths_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
-    const auto wait = std::chrono::nanoseconds(static_cast<long>(local_block_ns_ * tenths / 10));
-    const auto until = Clock::now() + wait;
-    while (Clock::now() < until) __builtin_ia32_pause();
-    return true;
-  }
-  // Adds one goroutine's counts: blocks worked on, and how many of them were remote.
-  void count(std::uint64_t blocks, std::uint64_t remote) {
+  // Runs body(lo, hi) over [lo, hi) in blocks of `block` elements whose home is `home` (an OS
+  // node number), charging each remote one, and adds the counts.
+  template <class F>
+  void by_blocks(int home, std::size_t lo, std::size_t hi, std::size_t block, F body) {
+    if (!on_) {
+      body(lo, hi);
+      return;
+    }
+    std::uint64_t blocks = 0, remote = 0, block_ns = 0;
+    for (std::size_t b = lo; b < hi; b += block) {
+      const int here = nugo::this_g::node();
+      const auto start = Clock::now();
+      body(b, std::min(hi, b + block));
+      const auto cost = Clock::now() - start;
+      ++blocks;
+      block_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(cost).count());
+      if (here >= 0 && here != home) {
+        ++remote;
+        const int tenths = extra_tenths_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
+        const auto until = Clock::now() + cost * tenths / 10;
+        while (Clock::now() < until) __builtin_ia32_pause();
+      }
+    }
     blocks_.fetch_add(blocks, std::memory_order_relaxed);
     remote_.fetch_add(remote, std::memory_order_relaxed);
+    block_ns_.fetch_add(block_ns, std::memory_order_relaxed);
   }
+
   std::uint64_t blocks() const { return blocks_.load(); }
   std::uint64_t remote_blocks() const { return remote_.load(); }
+  // The mean cost of a block as worked on, before any charge.
+  double block_ns() const { return blocks_ ? static_cast<double>(block_ns_.load()) / static_cast<double>(blocks_.load()) : 0; }
 
  private:
   bool on_ = false;
-  double local_block_ns_ = 0;
   std::vector<std::vector<int>> extra_tenths_;  // [here][home]: distance - 10, by OS node number
-  std::atomic<std::uint64_t> blocks_{0}, remote_{0};
+  std::atomic<std::uint64_t> blocks_{0}, remote_{0}, block_ns_{0};
 };
 
 // The model of this process (nugo-workload sets it up before the runtime starts).
@@ -93,34 +103,10 @@ inline LatencyModel& latency_model() {
   return model;
 }
 
-// Times f() (serial work on `blocks` local blocks, not charged) and makes its cost per block
-// the model's local cost: the best of three, so that a preemption or a page fault in one
-// attempt does not inflate it.
-template <class F>
-void calibrate_latency(std::size_t blocks, F f) {
-  LatencyModel& model = latency_model();
-  if (!model.on() || blocks == 0) return;
-  double best = 1e300;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto start = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - start).count());
-  }
-  model.calibrate(best / static_cast<double>(blocks));
-}
-
-// Runs body(lo, hi) over [r.lo, r.hi) in blocks of `block` elements, each charged to `home`,
-// and adds the counts to the model.
+// Runs body(lo, hi) over [lo, hi) in blocks whose home is `home`, through the model.
 template <class F>
 void by_blocks(int home, std::size_t lo, std::size_t hi, std::size_t block, F body) {
-  LatencyModel& model = latency_model();
-  std::uint64_t blocks = 0, remote = 0;
-  for (std::size_t b = lo; b < hi; b += block) {
-    remote += model.charge(home);
-    ++blocks;
-    body(b, std::min(hi, b + block));
-  }
-  if (model.on()) model.count(blocks, remote);
+  latency_model().by_blocks(home, lo, hi, block, body);
 }
 
 // A node's share of a memory-bound workload: the node (the OS's number), how many of the
@@ -227,8 +213,6 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
     for (std::size_t i = lo; i < hi; ++i) ak[i] = bk[i] + s * ck[i];
   };
   constexpr std::size_t kBlock = 2048;  // 16 KiB of each array
-  const std::size_t sample = std::min<std::size_t>(shares[0].n, 64 * kBlock);
-  calibrate_latency((sample + kBlock - 1) / kBlock, [&] { kernel(0, 0, sample); });
   auto start = Clock::now();
   for (int pass = 0; pass < passes; ++pass)
     on_every_node(shares, [&](std::size_t k, Range r) {
@@ -299,10 +283,7 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
       for (std::size_t c = 1; c + 1 < n; ++c) o[c] = ((up[c] + down[c]) + (here[c - 1] + here[c + 1])) * 0.25;
     }
   };
-  // A block is a row. The calibration sweeps band 0 into `next`, which the first sweep
-  // overwrites before anything reads it.
-  const std::size_t sample = std::min<std::size_t>(bands[0].n, 64);
-  calibrate_latency(sample, [&] { sweep_rows(0, 0, sample); });
+  // A block is a row.
   auto start = Clock::now();
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     exchange_halos();
@@ -362,12 +343,6 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
     const std::uint8_t* p = input[k]->data();
     for (std::size_t i = lo; i < hi; ++i) ++mine[p[i]];
   };
-  const std::size_t sample = std::min<std::size_t>(parts[0].n, 16 * kBlock);
-  calibrate_latency((sample + kBlock - 1) / kBlock, [&] {
-    std::uint64_t scratch[256] = {};
-    count_into(scratch, 0, 0, sample);
-    asm volatile("" : : "r"(scratch) : "memory");  // the counts are used
-  });
   bool ok = true;
   double seconds = 0;
   for (int pass = 0; pass < passes; ++pass) {
