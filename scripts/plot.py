@@ -46,8 +46,8 @@ PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
 def tex(text) -> str:
     """Free text (a topology name, a CPU model) made safe for TeX."""
     out = str(text)
-    for a, b in (("\\", "/"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"), ("#", "\\#"), ("$", "\\$"),
-                 ("~", "\\textasciitilde{}"), ("^", "\\textasciicircum{}"), ("{", "("), ("}", ")")):
+    for a, b in (("\\", "/"), ("{", "("), ("}", ")"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"),
+                 ("#", "\\#"), ("$", "\\$"), ("~", "\\textasciitilde{}"), ("^", "\\textasciicircum{}")):
         out = out.replace(a, b)
     return out
 
@@ -70,7 +70,8 @@ class Plotter:
                 r[k] = int(r[k] or 0)
         self.machine = json.loads((results / "machine.json").read_text()) if (results / "machine.json").exists() else {}
         self.topologies = self.machine.get("topologies", {})
-        self.cpus = int(self.machine.get("cpus_online") or 0)
+        # The CPUs this run could use (sched_getaffinity), else the online ones.
+        self.cpus = int(self.machine.get("cpus_usable") or self.machine.get("cpus_online") or 0)
 
     def nodes(self, topology: str) -> int:
         """Nodes with CPUs of a topology of this run (machine.json), 1 when unknown."""
@@ -93,18 +94,17 @@ class Plotter:
         """A results file as a reader finds it: relative to the repository when inside it."""
         path = (self.dir / name).resolve()
         try:
-            shown = str(path.relative_to(explib.ROOT))
+            return tex(path.relative_to(explib.ROOT))
         except ValueError:
-            shown = str(path)
-        return shown.replace("_", "\\_")  # for TeX, where every use of it goes
+            return tex(path)
 
     def number(self, macro: str, value, source: str, digits: int = 3, percent: bool = False) -> None:
         if value is None:
             text = "n/a"
         elif isinstance(value, str):
-            text = tex(value)
+            text = value  # already TeX: callers pass free text through tex()
         elif percent:
-            text = f"{value:.1f}"
+            text = f"{value:.1f}\\%"
         elif isinstance(value, int):
             text = f"{value:,}".replace(",", "{,}")
         else:
@@ -311,13 +311,13 @@ class Plotter:
             # its runs, and the basis macro says they were oversubscribed.
             mine = [(w, n) for tt, w, n in keys if tt == t]
             fitting = [(w, n) for w, n in mine if not self.oversubscribed(n)]
-            used = fitting or mine
-            s = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for w, n in used]
+            s = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for w, n in fitting]
             self.number(f"MemorySpeedup{name}", statistics.median(s) if s else None, self.where("results.csv"))
             self.number(f"MemorySpeedupMax{name}", max(s) if s else None, self.where("results.csv"))
             self.number(f"MemorySpeedupBasis{name}",
-                        "runs with no more Ps than CPUs" if fitting else
-                        "every run oversubscribed this machine's CPUs: indicative only" if mine else "n/a", "")
+                        "over the runs with no more Ps than CPUs" if fitting else
+                        "every run had more Ps than this machine has CPUs, so none is quoted: "
+                        "the figure shows them, hatched" if mine else "no runs", "")
 
     def micro(self) -> None:
         self.na("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber")
@@ -428,18 +428,23 @@ class Plotter:
     # ---- the numbers ----
 
     def sweep_numbers(self) -> None:
+        self.na("SweepRuns", "SweepFailed", "SweepWorkloads", "SweepRepetitions", "SweepSize", "MachineCpu",
+                "MachineCpus", "MachineKernel", "MachineCompiler", "GitRevision", "MachineNodes", "ResultsDir",
+                "LatencyRemoteFactorTwoNode", "PublishedRemoteLatencyLow", "PublishedRemoteLatencyHigh",
+                "LatencyRemoteBlocksFlat")
         src = self.where("results.csv")
         self.number("SweepRuns", len(self.rows), src)
         self.number("SweepFailed", sum(1 for r in self.rows if r["ok"] != 1), src)
         self.number("SweepWorkloads", len({r["workload"] for r in self.rows}), src)
         self.number("SweepRepetitions", max((r["repetition"] for r in self.rows), default=0), src)
-        self.number("SweepSize", self.rows[0]["size"] if self.rows else "n/a", src)
-        self.number("MachineCpu", self.machine.get("cpu_model", "n/a").replace("(R)", "").replace("(TM)", ""), "machine.json")
-        self.number("MachineCpus", self.machine.get("cpus_online"), "machine.json")
-        self.number("MachineKernel", self.machine.get("kernel", "n/a"), "machine.json")
-        self.number("MachineCompiler", self.machine.get("compiler", "n/a"), "machine.json")
-        revision = self.machine.get("git_revision", "n/a")
-        self.number("GitRevision", revision[:12] + ("-dirty" if revision.endswith("-dirty") else ""), "machine.json")
+        self.number("SweepSize", tex(self.rows[0]["size"]) if self.rows else None, src)
+        m = {k: (v if v is not None else "n/a") for k, v in self.machine.items()}
+        self.number("MachineCpu", tex(str(m.get("cpu_model", "n/a")).replace("(R)", "").replace("(TM)", "")), "machine.json")
+        self.number("MachineCpus", self.cpus or None, "machine.json")
+        self.number("MachineKernel", tex(m.get("kernel", "n/a")), "machine.json")
+        self.number("MachineCompiler", tex(m.get("compiler", "n/a")), "machine.json")
+        revision = str(m.get("git_revision", "n/a"))
+        self.number("GitRevision", tex(revision[:12] + ("-dirty" if revision.endswith("-dirty") else "")), "machine.json")
         self.number("MachineNodes", self.nodes("machine") if "machine" in self.topologies else None, "machine.json")
         self.number("ResultsDir", self.where("."), "")
         self.number("LatencyRemoteFactorTwoNode", self.distance_factor("2node"), "machine.json")
@@ -461,9 +466,6 @@ class Plotter:
         lines = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit.",
                  "% Each macro names the results file it came from."]
         for macro, (value, source) in sorted(self.numbers.items()):
-            if "\\_" not in value:
-                value = value.replace("_", "\\_")
-            value = value.replace("%", "\\%").replace("#", "\\#")
             lines.append(f"\\newcommand{{\\num{macro}}}{{{value}}}  % {source}")
         (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
         caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]

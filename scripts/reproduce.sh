@@ -27,6 +27,9 @@ set -euo pipefail
 caller=$PWD
 cd "$(dirname "$0")/.."
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
+# The experiments set the runtime's environment themselves; a NUGO_* variable left exported
+# (NUGO_TOPOLOGY, say) would change results that are labelled as this machine's.
+for v in $(compgen -v NUGO_); do unset "$v"; done
 
 usage() {
   echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
@@ -51,6 +54,14 @@ while [ $# -gt 0 ]; do
         --out) out=$(absolute "$2") ;;
         --build-dir) build=$(absolute "$2") ;;
         --only) only=$2; sweep_args+=("$1" "$2") ;;
+        --topology)  # xml: paths relative to the caller, like --out
+          topologies=()
+          IFS=, read -ra parts <<<"$2"
+          for t in "${parts[@]}"; do
+            case "$t" in xml:/*) ;; xml:*) t="xml:$(absolute "${t#xml:}")" ;; esac
+            topologies+=("$t")
+          done
+          sweep_args+=("$1" "$(IFS=,; echo "${topologies[*]}")") ;;
         *) sweep_args+=("$1" "$2") ;;
       esac
       shift ;;
@@ -63,6 +74,7 @@ profile_flag=()
 [ "$profile" != default ] && profile_flag=("--$profile")
 # What needs no build is checked before the bootstrap and the build (the rest, the workload
 # names and each topology's size, by sweep.py --dry-run below, still before any experiment).
+set -f  # the lists below are split on commas, never globbed
 for ((i = 0; i < ${#sweep_args[@]}; i += 2)); do
   value=${sweep_args[i + 1]}
   case "${sweep_args[i]}" in
@@ -78,6 +90,7 @@ for ((i = 0; i < ${#sweep_args[@]}; i += 2)); do
                 done ;;
   esac
 done
+set +f
 
 py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
 targets=(nugo-workload nugo-topo)
@@ -87,7 +100,8 @@ if [ -z "$build" ]; then
   bash scripts/bootstrap.sh --baselines
   build=build-release
   own_build=1
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF >/dev/null
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_BUILD_TESTS=OFF -DNUGO_SANITIZE= \
+    -DNUGO_FUZZ=OFF -DNUGO_THREAD_SAFETY=OFF -DCMAKE_CXX_FLAGS= >/dev/null
 elif [ ! -f "$build/CMakeCache.txt" ]; then
   echo "reproduce.sh: --build-dir $build: not a configured build directory" >&2
   exit 2
@@ -102,8 +116,15 @@ $py scripts/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_f
 publish=""
 if [ -z "$out" ]; then
   out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
-  # Only a complete run, of the Release build this script made, may replace the paper's figures.
-  [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && publish=1
+  # Only a complete run, of the Release build this script made from committed sources, may
+  # replace the paper's figures.
+  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ]; then
+    if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+      echo "reproduce.sh: uncommitted changes: this run will not replace paper/figures and paper/generated"
+    else
+      publish=1
+    fi
+  fi
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -155,7 +176,7 @@ $py scripts/plot.py "$out" || failed+=(plot)
 begin "the paper (latexmk)"
 rm -rf "$out/paper"
 mkdir -p "$out/paper"
-cp paper/*.tex paper/*.bib "$out/paper/" 2>/dev/null || true
+cp paper/paper.tex "$out/paper/"
 cp -r "$out/figures" "$out/generated" "$out/paper/" 2>/dev/null || true
 if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
   if (cd "$out/paper" && latexmk -pdf -interaction=nonstopmode -halt-on-error paper.tex >latexmk.log 2>&1); then
@@ -171,10 +192,10 @@ fi
 
 if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
   mkdir -p paper/figures paper/generated
-  rm -f paper/figures/*.png paper/generated/*.tex  # nothing stale from an earlier run stays
-  cp "$out"/figures/*.png paper/figures/
+  rm -f paper/figures/*.png paper/generated/*.tex paper/paper.pdf  # nothing stale stays
+  cp "$out"/figures/*.png paper/figures/ 2>/dev/null || true
   cp "$out"/generated/*.tex paper/generated/
-  [ -f "$out/paper/paper.pdf" ] && cp "$out/paper/paper.pdf" paper/paper.pdf
+  if [ -f "$out/paper/paper.pdf" ]; then cp "$out/paper/paper.pdf" paper/paper.pdf; fi
   echo "reproduce.sh: published the figures and numbers to paper/figures/ and paper/generated/"
 fi
 

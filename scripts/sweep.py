@@ -80,8 +80,11 @@ def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]
     """(PUs, nodes with CPUs, the distance matrix) of a topology, from nugo-topo, which loads
     it as the runtime does (and refuses a bad one with a message naming it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")} | {"NUGO_TOPOLOGY": spec}
-    out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", "1"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    try:
+        out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", "1"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise explib.Failed(f"nugo-topo: {e} (cmake --build {build} --target nugo-topo)")
     pus = re.search(r"(\d+) PUs?,", out.stdout)
     if out.returncode != 0 or not pus:
         raise explib.Failed(out.stderr.strip() or f"nugo-topo failed on {spec!r}")
@@ -183,6 +186,7 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
     return {
         "cpu_model": cpu,
         "cpus_online": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)),
         "kernel": platform.release(),
         "os": cmd(["sh", "-c", ". /etc/os-release && echo \"$PRETTY_NAME\""]),
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
@@ -254,6 +258,8 @@ def main() -> int:
         topologies = [machine if n == "machine" else resolve_topology(build, n) for n in names]
     except explib.Failed as e:
         return explib.bad_input(PROG, str(e))
+    except OSError as e:
+        return explib.bad_input(PROG, f"{exe}: {e}")
     real_cpus = len(os.sched_getaffinity(0))
 
     # ---- the plan ----

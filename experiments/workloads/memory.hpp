@@ -30,11 +30,11 @@ inline double seconds_since(Clock::time_point t) {
 //
 // Every block of a kernel's data has a home node, the node its NodeArray was allocated on. A
 // goroutine that works on a block while it runs on a P of another node waits, busy, for the
-// block's own cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
+// block's local cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
 // in all, the ratio the topology's distance matrix states (10 is local, by ACPI's convention).
-// The local cost is the block's: by_blocks times each block as it works on it (on an emulated
-// topology all memory is local to this machine), so the charge follows the cache state, the
-// data size and the load of the moment, as a real remote access would. The node a goroutine
+// The local cost is measured as the blocks run (by_blocks: on an emulated topology all memory
+// is this machine's), so the charge follows the cache state, the data size and the load of the
+// moment, as a real remote access would. The node a goroutine
 // runs on is read once per block (nugo::this_g::node()): a goroutine that moves in the middle
 // of a block pays for the whole block where it began it.
 //
@@ -60,6 +60,12 @@ class LatencyModel {
 
   // Runs body(lo, hi) over [lo, hi) in blocks of `block` elements whose home is `home` (an OS
   // node number), charging each remote one, and adds the counts.
+  //
+  // A block's local cost is the least any block of this call has cost so far: the blocks are
+  // the same size, and the least is the one the OS did not interrupt (a block timed across a
+  // deschedule, a preemption or a steal of the CPU by another busy-wait would otherwise be
+  // charged for that time too, and only in the mode that has remote blocks). One clock read per
+  // block: a block's time runs from the previous block's end, its charge included.
   template <class F>
   void by_blocks(int home, std::size_t lo, std::size_t hi, std::size_t block, F body) {
     if (!on_) {
@@ -67,18 +73,22 @@ class LatencyModel {
       return;
     }
     std::uint64_t blocks = 0, remote = 0, block_ns = 0;
+    auto least = Clock::duration::max();
+    auto last = Clock::now();
     for (std::size_t b = lo; b < hi; b += block) {
       const int here = nugo::this_g::node();
-      const auto start = Clock::now();
       body(b, std::min(hi, b + block));
-      const auto cost = Clock::now() - start;
+      const auto now = Clock::now();
+      const auto cost = now - last;
+      last = now;
+      if (b + block <= hi) least = std::min(least, cost);  // a short last block is not a sample
       ++blocks;
       block_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(cost).count());
       if (here >= 0 && here != home) {
         ++remote;
         const int tenths = extra_tenths_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
-        const auto until = Clock::now() + cost * tenths / 10;
-        while (Clock::now() < until) __builtin_ia32_pause();
+        const auto until = now + std::min(least, cost) * tenths / 10;
+        while ((last = Clock::now()) < until) __builtin_ia32_pause();
       }
     }
     blocks_.fetch_add(blocks, std::memory_order_relaxed);
@@ -88,7 +98,7 @@ class LatencyModel {
 
   std::uint64_t blocks() const { return blocks_.load(); }
   std::uint64_t remote_blocks() const { return remote_.load(); }
-  // The mean cost of a block as worked on, before any charge.
+  // The mean time of a block as worked on, before any charge (interruptions included).
   double block_ns() const { return blocks_ ? static_cast<double>(block_ns_.load()) / static_cast<double>(blocks_.load()) : 0; }
 
  private:
@@ -283,12 +293,12 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
       for (std::size_t c = 1; c + 1 < n; ++c) o[c] = ((up[c] + down[c]) + (here[c - 1] + here[c + 1])) * 0.25;
     }
   };
-  // A block is a row.
+  // A block is 8 rows (one row of a small grid is too little work to time).
   auto start = Clock::now();
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     exchange_halos();
     on_every_node(bands, [&](std::size_t k, Range mine) {
-      by_blocks(bands[k].node, mine.lo, mine.hi, 1, [&](std::size_t lo, std::size_t hi) { sweep_rows(k, lo, hi); });
+      by_blocks(bands[k].node, mine.lo, mine.hi, 8, [&](std::size_t lo, std::size_t hi) { sweep_rows(k, lo, hi); });
     });
     std::swap(cur, next);
   }
