@@ -217,7 +217,8 @@ class Plotter:
         labels, same, remote = [], [], []
         for t in topologies:
             for mode in ("flat", "numa"):
-                a = acc.get((t, mode))
+                # at two Ps per node, as the macros: with one P per node every steal is remote
+                a = per_node_acc.get((t, mode, 2 * self.nodes(t))) or acc.get((t, mode))
                 if a:
                     total = max(a["same"] + a["remote"], 1)
                     labels.append(f"{t}\n{mode}")
@@ -235,15 +236,16 @@ class Plotter:
         for i, ((t, mode), d) in enumerate(sorted(by_distance.items())):
             right.bar([j + i * width for j in range(len(distances))], [d.get(k, 0) for k in distances], width,
                       label=f"{t} {mode}", color=MODE_STYLE[mode][0], alpha=0.4 + 0.6 * (i % 2))
-        right.set_xticks([j + 0.4 - width / 2 for j in range(len(distances))], [str(k) for k in distances])
+        right.set_xticks([j + width * (len(by_distance) - 1) / 2 for j in range(len(distances))],
+                         [str(k) for k in distances])
         right.set_xlabel("distance (distance matrix) between the nodes")
         right.set_ylabel("goroutines moved across nodes")
         right.set_yscale("symlog")
         right.legend(fontsize=6)
-        right.set_title("Moves across nodes, by distance (compute and communication workloads)", fontsize=9)
+        right.set_title("Moves across nodes by distance (compute, communication)", fontsize=9)
         self.save(fig, "locality",
                   "Steal locality, flat against NUMA mode, all workloads and repetitions summed: the share of "
-                  "steals from a P of the same node (all workloads), and goroutines moved across nodes by distance "
+                  "steals from a P of the same node (at two Ps per node), and goroutines moved across nodes by distance "
                   "(the compute and communication workloads: the memory-bound ones place goroutines on other nodes "
                   "on purpose, with go\\_on). "
                   f"Results: \\texttt{{{self.where('results.csv')}}}; " + self.provenance(topologies, memory=False)
@@ -298,7 +300,7 @@ class Plotter:
         ax.set_title("Memory-bound workloads: NUMA mode over flat mode"
                      + (" (EMULATED memory latency)" if emulated else ""), fontsize=9)
         model = ("EMULATED MEMORY LATENCY on the emulated topologies: a block of data worked on from a node "
-                 "other than its home pays a busy-wait of the block's own measured cost times (distance - 10)/10. "
+                 "other than its home pays a busy-wait of the block's local time (the least any block of its goroutine took) times (distance - 10)/10. "
                  if emulated else "")
         self.save(fig, "memory-speedup",
                   "Speedup of NUMA mode over flat mode on the memory-bound workloads (median flat time over "

@@ -218,7 +218,10 @@ def main() -> int:
     p.add_argument("--topology", help="topologies, comma-separated (see above)")
     p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 5 otherwise)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the plan, run nothing")
+    p.add_argument("--render", action="store_true", help="rewrite OUT/sweep.md from OUT/results.csv; run nothing")
     args = p.parse_args()
+    if args.render:
+        return render(args.out)
     if args.quick and args.full:
         return explib.bad_input(PROG, "--quick and --full exclude each other")
     profile = "quick" if args.quick else "full" if args.full else "default"
@@ -333,6 +336,22 @@ def main() -> int:
     return 0
 
 
+def render(out: Path) -> int:
+    """sweep.md again from an earlier run's results.csv (after a change to the summary)."""
+    try:
+        with open(out / "results.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        return explib.bad_input(PROG, f"--render: {e}")
+    for r in rows:
+        for k in ("ok", "emulated", "timing_reported", "latency_model", "procs"):
+            r[k] = int(r[k] or 0)
+    summary = summarize(rows)
+    (out / "sweep.md").write_text(summary["markdown"])
+    print(summary["text"])
+    return 0
+
+
 def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> dict:
     row = dict.fromkeys(COLUMNS, "")
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
@@ -414,26 +433,29 @@ def summarize(rows: list[dict]) -> dict:
                             explib.fmt(speedup), explib.fmt(go_ratio)])
     headers = ["topology", "workload", "Ps", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
 
+    # By P count: with one P per node every steal is necessarily remote, so summing P counts
+    # would mix two different questions.
     loc: dict[tuple, dict] = {}
     for r in rows:
         if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["runs"] != "":
-            acc = loc.setdefault((r["topology"], r["mode"]), dict.fromkeys(STATS_COUNTERS + ["blocks", "remote_blocks"], 0))
+            acc = loc.setdefault((r["topology"], r["procs"], r["mode"]),
+                                 dict.fromkeys(STATS_COUNTERS + ["blocks", "remote_blocks"], 0))
             for k in acc:
                 acc[k] += int(r[k] or 0)
     loc_rows = []
-    for (t, m), a in sorted(loc.items()):
+    for (t, n, m), a in sorted(loc.items()):
         steals = a["steals_same_node"] + a["steals_remote"]
-        loc_rows.append([t + (" (emulated)" if emulated[t][0] else ""), m,
+        loc_rows.append([t + (" (emulated)" if emulated[t][0] else ""), n, m,
                          explib.fmt(a["runs_home"] / a["runs"] if a["runs"] else None),
                          explib.fmt(a["steals_remote"] / steals if steals else None),
                          a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])
-    loc_headers = ["topology", "mode", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
+    loc_headers = ["topology", "Ps", "mode", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
     note = ("Seconds: median [min, max] over the repetitions, kernel time only. flat/numa > 1: NUMA mode "
             "faster. Emulated topologies measure the scheduler's decisions; their memory-bound "
             "rows ran with the emulated memory latency model (latency_model = 1 in results.csv), "
             "not on real remote memory.")
     text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n")
-    md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (all runs summed)\n\n"
+    md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
     return {"medians": medians, "text": text, "markdown": md}
 
