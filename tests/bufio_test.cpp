@@ -315,9 +315,11 @@ TEST_CASE("bufio a write deadline on a full pipe is a sticky timeout that clear_
     nugo::WaitGroup drained;
     drained.add(1);
     nugo::go([&] {
-      nugo::bufio::Reader in(fds[0]);
-      char buf[8192];
-      for (nugo::io::IoResult r; (r = in.read(buf, sizeof buf));) received += r.n;
+      {  // the Reader is gone before done(): main may return, and abandon this goroutine, at once
+        nugo::bufio::Reader in(fds[0]);
+        char buf[8192];
+        for (nugo::io::IoResult r; (r = in.read(buf, sizeof buf));) received += r.n;
+      }
       drained.done();
     });
     out.clear_error();
@@ -344,11 +346,13 @@ TEST_CASE("bufio Writer and Reader carry 20,000 lines over a non-blocking pipe i
     nugo::WaitGroup sender;
     sender.add(1);
     nugo::go([&] {
-      nugo::bufio::Writer out(fds[1]);
-      bool ok = true;
-      for (int i = 0; i < kLines && ok; ++i)
-        ok = static_cast<bool>(out.write("line " + std::to_string(i) + "\n"));
-      sent = ok && !out.flush();
+      {  // the Writer is gone before done(), as in the test above
+        nugo::bufio::Writer out(fds[1]);
+        bool ok = true;
+        for (int i = 0; i < kLines && ok; ++i)
+          ok = static_cast<bool>(out.write("line " + std::to_string(i) + "\n"));
+        sent = ok && !out.flush();
+      }
       nugo::io::evict(fds[1]);
       ::close(fds[1]);
       sender.done();
