@@ -345,7 +345,9 @@ TEST_CASE("durations too long to represent wait forever, and zero and negative r
     nugo::Chan<nugo::Clock::time_point> after = nugo::after(std::chrono::years(300));
     nugo::Timer timer(std::chrono::seconds::max());
     nugo::Ticker ticker(std::chrono::hours::max());
-    nugo::Timer reset(1ms);
+    // Long enough not to fire before the reset: a 1 ms timer fired first under TSan in CI,
+    // and a fired timer's value stays in its channel after a reset, as in Go.
+    nugo::Timer reset(std::chrono::hours(1));
     reset.reset(std::chrono::nanoseconds::max());
     sleeper([after]() mutable { after.recv(); });
     sleeper([c = timer.c]() mutable { c.recv(); });
