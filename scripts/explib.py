@@ -7,6 +7,7 @@ table(), which uses Debian's python3-tabulate: run the scripts with /usr/bin/pyt
 (PYTHON below), which has Debian's packages, not with whatever python3 is first on PATH.
 """
 import argparse
+import csv
 import json
 import os
 import platform
@@ -191,7 +192,7 @@ def table(rows: list[list], headers: list[str], markdown: bool = False) -> str:
 
 class Progress:
     """'[i/n] what ... elapsed 1m02s, about 3m10s left', the estimate from the mean time per
-    finished step (or per finished step of the same weight class, when steps say theirs)."""
+    finished step."""
 
     def __init__(self, total: int, stream=sys.stderr):
         self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
@@ -210,6 +211,18 @@ def clock(seconds: float) -> str:
 
 
 # ---- results ----
+
+RESULTS_INT_COLUMNS = ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition")
+
+
+def read_results(path: Path) -> list[dict]:
+    """sweep.py's results.csv, its flag and count columns as ints (sweep.py and plot.py)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in RESULTS_INT_COLUMNS:
+            r[k] = int(r[k] or 0)
+    return rows
 
 def write_json(path: Path, data: dict, settings: dict, commands: list[str]) -> None:
     """Writes data with the settings and commands that produced it, and when and where."""

@@ -63,11 +63,7 @@ class Plotter:
         self.captions: dict[str, str] = {}
         self.made: list[str] = []
         self.missing: list[str] = []
-        with open(results / "results.csv", newline="") as f:
-            self.rows = [r for r in csv.DictReader(f)]
-        for r in self.rows:
-            for k in ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition"):
-                r[k] = int(r[k] or 0)
+        self.rows = explib.read_results(results / "results.csv")
         self.machine = json.loads((results / "machine.json").read_text()) if (results / "machine.json").exists() else {}
         self.topologies = self.machine.get("topologies", {})
         # The CPUs this run could use (sched_getaffinity), else the online ones.
@@ -126,14 +122,13 @@ class Plotter:
         return {k: statistics.median(v) for k, v in groups.items()}
 
     def topology_label(self, t: str) -> str:
-        emulated = any(r["emulated"] for r in self.rows if r["topology"] == t)
-        return f"{t} (emulated)" if emulated else f"{t} (real)"
+        return f"{t} (emulated)" if self.is_emulated(t) else f"{t} (real)"
 
     def is_emulated(self, t: str) -> bool:
         return any(r["emulated"] for r in self.rows if r["topology"] == t)
 
     def provenance(self, topologies: list[str], memory: bool) -> str:
-        real = [t for t in topologies if not any(r["emulated"] for r in self.rows if r["topology"] == t)]
+        real = [t for t in topologies if not self.is_emulated(t)]
         emulated = [t for t in topologies if t not in real]
         parts = []
         if real:
@@ -185,40 +180,33 @@ class Plotter:
 
     def locality(self) -> None:
         self.locality_numbers({})
-        acc: dict[tuple, dict] = {}
-        per_node_acc: dict[tuple, dict] = {}  # by P count too, for the macros
+        acc: dict[tuple, dict] = {}  # (topology, mode) and (topology, mode, procs): the counts
         by_distance: dict[tuple, dict[int, int]] = {}
         for r in self.rows:
             if r["ok"] == 1 and r["mode"] in ("flat", "numa") and self.nodes(r["topology"]) > 1 and r["runs"]:
-                a = acc.setdefault((r["topology"], r["mode"]), {"same": 0, "remote": 0, "runs": 0, "home": 0})
-                per_node = per_node_acc.setdefault((r["topology"], r["mode"], r["procs"]),
-                                                   {"same": 0, "remote": 0, "runs": 0, "home": 0})
-                for acc_ in (per_node,):
-                    acc_["same"] += int(r["steals_same_node"])
-                    acc_["remote"] += int(r["steals_remote"])
-                    acc_["runs"] += int(r["runs"])
-                    acc_["home"] += int(r["runs_home"])
-                a["same"] += int(r["steals_same_node"])
-                a["remote"] += int(r["steals_remote"])
-                a["runs"] += int(r["runs"])
-                a["home"] += int(r["runs_home"])
+                for key in ((r["topology"], r["mode"]), (r["topology"], r["mode"], r["procs"])):
+                    a = acc.setdefault(key, {"same": 0, "remote": 0, "runs": 0, "home": 0})
+                    a["same"] += int(r["steals_same_node"])
+                    a["remote"] += int(r["steals_remote"])
+                    a["runs"] += int(r["runs"])
+                    a["home"] += int(r["runs_home"])
                 if r["kind"] == "memory":
                     continue  # go_on places their goroutines on other nodes on purpose: not a move
                 d = by_distance.setdefault((r["topology"], r["mode"]), {})
                 for item in (r.get("moved_remote_by_distance") or "").split():
                     dist, count = item.split(":")
                     d[int(dist)] = d.get(int(dist), 0) + int(count)
-        self.locality_numbers(per_node_acc)
+        self.locality_numbers(acc)
         if not acc:
             self.missing.append("locality (no multi-node runs)")
             return
-        topologies = sorted({t for t, _ in acc})
+        topologies = sorted({k[0] for k in acc})
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
         labels, same, remote = [], [], []
         for t in topologies:
             for mode in ("flat", "numa"):
                 # at two Ps per node, as the macros: with one P per node every steal is remote
-                a = per_node_acc.get((t, mode, 2 * self.nodes(t))) or acc.get((t, mode))
+                a = acc.get((t, mode, 2 * self.nodes(t))) or acc.get((t, mode))
                 if a:
                     total = max(a["same"] + a["remote"], 1)
                     labels.append(f"{t}\n{mode}")
@@ -251,13 +239,13 @@ class Plotter:
                   f"Results: \\texttt{{{self.where('results.csv')}}}; " + self.provenance(topologies, memory=False)
                   + ". These are counts of the scheduler's decisions; no timing is involved.")
 
-    def locality_numbers(self, per_node_acc: dict) -> None:
+    def locality_numbers(self, acc: dict) -> None:
         """The paper's locality numbers, at two Ps per node: with one P per node every steal is
         necessarily remote, so mixing P counts would mix two different questions."""
         for t, key in (("2node", "TwoNode"), ("4node", "FourNode"), ("24node", "TwentyFourNode")):
             for mode in ("flat", "numa"):
                 m = mode.capitalize()
-                a = per_node_acc.get((t, mode, 2 * self.nodes(t)))
+                a = acc.get((t, mode, 2 * self.nodes(t)))
                 steals = a["same"] + a["remote"] if a else 0
                 self.number(f"StealsRemote{m}{key}", 100 * a["remote"] / steals if steals else None,
                             self.where("results.csv"), percent=True)

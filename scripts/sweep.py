@@ -192,7 +192,7 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         "hwloc_xml": cmd(["lstopo-no-graphics", "--of", "xml"]) or cmd(["lstopo", "--of", "xml"]),
         "numa_nodes": cmd(["sh", "-c", "ls -d /sys/devices/system/node/node* | wc -l"]),
-        "compiler": cmd([compiler, "--version"]).splitlines()[0] if cmd([compiler, "--version"]) else compiler,
+        "compiler": (cmd([compiler, "--version"]) or compiler).splitlines()[0],
         "build_type": cache.get("CMAKE_BUILD_TYPE"),
         "cxx_flags": " ".join(filter(None, [cache.get("CMAKE_CXX_FLAGS"), cache.get("CMAKE_CXX_FLAGS_RELEASE")])),
         "git_revision": (revision or "unknown") + ("-dirty" if dirty else ""),
@@ -339,13 +339,9 @@ def main() -> int:
 def render(out: Path) -> int:
     """sweep.md again from an earlier run's results.csv (after a change to the summary)."""
     try:
-        with open(out / "results.csv", newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = explib.read_results(out / "results.csv")
     except OSError as e:
         return explib.bad_input(PROG, f"--render: {e}")
-    for r in rows:
-        for k in ("ok", "emulated", "timing_reported", "latency_model", "procs"):
-            r[k] = int(r[k] or 0)
     summary = summarize(rows)
     (out / "sweep.md").write_text(summary["markdown"])
     print(summary["text"])
@@ -419,7 +415,7 @@ def summarize(rows: list[dict]) -> dict:
                 "seconds_median": s.median, "seconds_min": s.lo, "seconds_max": s.hi, "n": s.n}
                for k, v in sorted(groups.items()) if (s := explib.spread(v))]
     by_key = {(m["topology"], m["workload"], m["procs"], m["mode"]): m for m in medians}
-    emulated = {r["topology"]: (r["emulated"], r["latency_model"]) for r in rows}
+    emulated = {r["topology"]: r["emulated"] for r in rows}
     timing_rows = []
     for t, w, n in sorted({k[:3] for k in by_key}):
         cells = {}
@@ -428,7 +424,7 @@ def summarize(rows: list[dict]) -> dict:
             cells[mode] = m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"])
         speedup = cells["flat"].median / cells["numa"].median if cells["flat"] and cells["numa"] else None
         go_ratio = cells["flat"].median / cells["go"].median if cells["flat"] and cells["go"] else None
-        label = t + (" (emulated)" if emulated[t][0] else "")
+        label = t + (" (emulated)" if emulated[t] else "")
         timing_rows.append([label, w, n, cells["flat"], cells["numa"], cells["go"],
                             explib.fmt(speedup), explib.fmt(go_ratio)])
     headers = ["topology", "workload", "Ps", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
@@ -445,7 +441,7 @@ def summarize(rows: list[dict]) -> dict:
     loc_rows = []
     for (t, n, m), a in sorted(loc.items()):
         steals = a["steals_same_node"] + a["steals_remote"]
-        loc_rows.append([t + (" (emulated)" if emulated[t][0] else ""), n, m,
+        loc_rows.append([t + (" (emulated)" if emulated[t] else ""), n, m,
                          explib.fmt(a["runs_home"] / a["runs"] if a["runs"] else None),
                          explib.fmt(a["steals_remote"] / steals if steals else None),
                          a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])

@@ -43,8 +43,7 @@ inline double seconds_since(Clock::time_point t) {
 // its JSON, so that no result obtained with it can pass for one measured on hardware.
 class LatencyModel {
  public:
-  // Off until turned on.
-  // On, with the distance matrix of `t` (an emulated topology: on real hardware remote memory
+  // Off until turned on: on, with the distance matrix of `t` (an emulated topology: on real hardware remote memory
   // is already slower, and charging it again would count it twice). Before any goroutine runs.
   void turn_on(const nugo::topo::Topology& t) {
     on_ = true;
