@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import platform
+import random
 import re
 import shlex
 import statistics
@@ -151,23 +152,57 @@ def parse_gbench(output: str, what: str) -> list[dict]:
 
 # ---- numbers ----
 
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0x6E75676F  # fixed: the same values give the same interval, run after run
+
+
+def bootstrap_median_ci(values: list[float], level: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap confidence interval of the median: the median of each of
+    BOOTSTRAP_RESAMPLES resamples (with replacement, seeded), and the (1 - level)/2 and
+    (1 + level)/2 quantiles of those medians. With one value it is that value: no interval."""
+    if len(values) < 2:
+        return values[0], values[0]
+    rng = random.Random(BOOTSTRAP_SEED)
+    n = len(values)
+    medians = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(BOOTSTRAP_RESAMPLES))
+    lo = medians[int((1 - level) / 2 * (BOOTSTRAP_RESAMPLES - 1))]
+    hi = medians[int(round((1 + level) / 2 * (BOOTSTRAP_RESAMPLES - 1)))]
+    return lo, hi
+
+
 @dataclass
 class Spread:
-    """A median with the range it came from, and how many values."""
+    """A median with the range it came from, how many values, and its 95% bootstrap
+    confidence interval (ci_lo, ci_hi; equal to the median when n = 1)."""
     median: float
     lo: float
     hi: float
     n: int
+    ci_lo: float | None = None
+    ci_hi: float | None = None
 
     def __str__(self) -> str:
         return fmt(self.median) if self.n == 1 else f"{fmt(self.median)} [{fmt(self.lo)}, {fmt(self.hi)}]"
+
+    def with_ci(self) -> str:
+        """"median (95% CI lo-hi)", or the median alone when there is no interval (n < 2)."""
+        if self.n < 2 or self.ci_lo is None:
+            return fmt(self.median)
+        return f"{fmt(self.median)} ({fmt(self.ci_lo)}-{fmt(self.ci_hi)})"
+
+    def differs(self, other: "Spread") -> bool:
+        """Whether the two medians differ: their intervals do not overlap (both need n >= 2)."""
+        if self.n < 2 or other.n < 2 or self.ci_lo is None or other.ci_lo is None:
+            return False
+        return self.ci_hi < other.ci_lo or other.ci_hi < self.ci_lo
 
 
 def spread(values: list[float]) -> Spread | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return Spread(statistics.median(values), min(values), max(values), len(values))
+    ci_lo, ci_hi = bootstrap_median_ci(values)
+    return Spread(statistics.median(values), min(values), max(values), len(values), ci_lo, ci_hi)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -212,7 +247,8 @@ def clock(seconds: float) -> str:
 
 # ---- results ----
 
-RESULTS_INT_COLUMNS = ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition")
+RESULTS_INT_COLUMNS = ("procs", "emulated", "timing_reported", "latency_model", "ok", "repetition",
+                       "oversubscribed")
 
 
 def read_results(path: Path) -> list[dict]:
@@ -221,7 +257,9 @@ def read_results(path: Path) -> list[dict]:
         rows = list(csv.DictReader(f))
     for r in rows:
         for k in RESULTS_INT_COLUMNS:
-            r[k] = int(r[k] or 0)
+            r[k] = int(r.get(k) or 0)  # a column an older run did not have reads as 0
+        r.setdefault("bind", "")
+        r.setdefault("bind_asked", r["bind"])
     return rows
 
 def write_json(path: Path, data: dict, settings: dict, commands: list[str]) -> None:

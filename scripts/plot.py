@@ -64,6 +64,12 @@ class Plotter:
         self.made: list[str] = []
         self.missing: list[str] = []
         self.rows = explib.read_results(results / "results.csv")
+        # One binding per comparison: where the sweep swept binding (--bind), the figures show
+        # its first (sweep.json), the one held equal between the modes; Go's rows bind nothing.
+        sweep = results / "sweep.json"
+        bindings = json.loads(sweep.read_text()).get("settings", {}).get("bindings") if sweep.exists() else None
+        if bindings:
+            self.rows = [r for r in self.rows if r["mode"] == "go" or r["bind_asked"] in ("", bindings[0])]
         self.machine = json.loads((results / "machine.json").read_text()) if (results / "machine.json").exists() else {}
         self.topologies = self.machine.get("topologies", {})
         # The CPUs this run could use (sched_getaffinity), else the online ones.

@@ -4,11 +4,26 @@ machine and, when it has one node, on emulated multi-node topologies.
 
 usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--quick | --full]
                         [--only W,...] [--modes flat,numa,go] [--procs N,...]
-                        [--topology T,...] [--repetitions R]
+                        [--topology T,...] [--bind B,...] [--repetitions R] [--seed S]
 
 Each run is one process: BUILD/experiments/nugo-workload (or the Go twin, go-workload, built
-here) with NUGO_PROCS, NUGO_MODE, NUGO_TOPOLOGY and NUGO_STATS set; the workload checks its
-own result. Writes DIR/results.csv (one row per run, with the runtime's statistics counters),
+here) with NUGO_PROCS, NUGO_MODE, NUGO_BIND, NUGO_TOPOLOGY and NUGO_STATS set; the workload
+checks its own result.
+
+A comparison changes one thing. Binding is held equal between the modes: by default every run
+binds each P's thread to that P's CPU (NUGO_BIND=pu; flat and NUMA mode give P k the same
+PU), and the binding the runtime resolved is recorded on every row (`bind`, from its
+statistics). --bind sweeps binding as a factor of its own: pu, node, none, or auto (each mode's
+own default: node for NUMA mode, none for flat mode, which changes binding together with the
+mode, as the pipeline did before). Go cannot bind its threads: its rows say none. Runs whose
+Ps (or GOMAXPROCS) outnumber the CPUs this process may use are marked oversubscribed = 1:
+their timings say little and are never quoted.
+
+The runs of every configuration and repetition are interleaved in a random order (seeded,
+--seed, recorded in sweep.json), so that a drift of the machine's state during the sweep falls
+on every configuration alike. Each median comes with its 95% bootstrap confidence interval
+(explib.bootstrap_median_ci); a ratio of two medians whose intervals overlap is marked "~":
+within the noise, no difference. Writes DIR/results.csv (one row per run, with the runtime's statistics counters),
 DIR/machine.json (what ran where), DIR/sweep.json (settings, commands, medians), DIR/sweep.md
 (the summary tables) and DIR/logs/ (each run's output and statistics).
 
@@ -26,8 +41,8 @@ On an emulated topology the memory-bound workloads run with the emulated memory 
 model (experiments/workloads/README.md), and every such row says so (latency_model = 1).
 The Go twins run on `machine` only: Go cannot be shown a topology.
 
-Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 5
-repetitions), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 5 repetitions;
+Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 10
+repetitions), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 10 repetitions;
 for a real multi-socket machine). --repetitions overrides.
 
 Exit status: 0 when every run succeeded, 1 when one failed (wrong result, crash, timeout:
@@ -38,6 +53,7 @@ import csv
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import subprocess
@@ -62,8 +78,10 @@ NAMED_TOPOLOGIES = {
 STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
                   "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
                   "wakeups_cross_node", "preemptions", "idle_ns"]
+BINDINGS = ("pu", "node", "none", "auto")
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
-           "mode", "procs", "repetition", "ok", "seconds", "throughput", "work", "unit",
+           "mode", "bind_asked", "bind", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
+           "work", "unit",
            "latency_model", "block_ns", "blocks", "remote_blocks"] + STATS_COUNTERS + \
           ["moved_remote_by_distance", "error"]  # "distance:count ..." (space-separated)
 
@@ -216,7 +234,9 @@ def main() -> int:
     p.add_argument("--modes", help="flat,numa,go (default: all three)")
     p.add_argument("--procs", help="P counts, comma-separated (default: per topology)")
     p.add_argument("--topology", help="topologies, comma-separated (see above)")
-    p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 5 otherwise)")
+    p.add_argument("--bind", help="bindings, comma-separated: pu (default), node, none, auto")
+    p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 10 otherwise)")
+    p.add_argument("--seed", type=int, default=1, help="the seed of the runs' random order (default 1)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the plan, run nothing")
     p.add_argument("--render", action="store_true", help="rewrite OUT/sweep.md from OUT/results.csv; run nothing")
     args = p.parse_args()
@@ -226,7 +246,7 @@ def main() -> int:
         return explib.bad_input(PROG, "--quick and --full exclude each other")
     profile = "quick" if args.quick else "full" if args.full else "default"
     size = {"quick": "tiny", "default": "default", "full": "large"}[profile]
-    reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 5)
+    reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 10)
     if reps < 1:
         return explib.bad_input(PROG, f"--repetitions {reps}: at least 1")
     build = args.build_dir.resolve()
@@ -245,6 +265,10 @@ def main() -> int:
         for m in modes:
             if m not in ("flat", "numa", "go"):
                 return explib.bad_input(PROG, f"--modes: unknown mode '{m}' (flat, numa or go)")
+        bindings = parse_list(args.bind) or ["pu"]
+        for b in bindings:
+            if b not in BINDINGS:
+                return explib.bad_input(PROG, f"--bind: unknown binding '{b}' ({', '.join(BINDINGS)})")
         procs = None
         if args.procs:
             try:
@@ -266,7 +290,7 @@ def main() -> int:
     real_cpus = len(os.sched_getaffinity(0))
 
     # ---- the plan ----
-    configs = []  # (topology, mode, procs)
+    configs = []  # (topology, mode, procs, binding)
     for t in topologies:
         counts = procs or proc_counts(t, profile, real_cpus)
         for n in counts:
@@ -278,12 +302,14 @@ def main() -> int:
                     continue  # Go cannot be shown a topology
                 if m == "numa" and t.nodes == 1 and "flat" in modes:
                     continue  # NUMA mode with one domain is flat mode: the same run again
-                configs.append((t, m, n))
+                for b in (["none"] if m == "go" else bindings):  # Go binds nothing
+                    configs.append((t, m, n, b))
     if not configs:
         return explib.bad_input(PROG, "nothing to run: no mode of --modes applies to any topology")
-    runs = [(rep, t, w, m, n) for rep in range(1, reps + 1) for t, m, n in configs for w in workloads
+    runs = [(rep, t, w, m, n, b) for rep in range(1, reps + 1) for t, m, n, b in configs for w in workloads
             # a topology whose timings are not reported needs one repetition only
             if t.timing or rep == 1]
+    random.Random(args.seed).shuffle(runs)
 
     if args.dry_run:
         print(f"{PROG}: would run {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations x "
@@ -293,8 +319,8 @@ def main() -> int:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runner = explib.Runner(timeout_s=120 if args.quick else 600, echo=False)
-    go_exe = build_go_twin(build, runner) if any(m == "go" for _, m, _ in configs) else None
-    if go_exe is None and any(m == "go" for _, m, _ in configs):
+    go_exe = build_go_twin(build, runner) if any(c[1] == "go" for c in configs) else None
+    if go_exe is None and any(c[1] == "go" for c in configs):
         configs = [c for c in configs if c[1] != "go"]
         runs = [r for r in runs if r[3] != "go"]
         if not runs:
@@ -309,9 +335,9 @@ def main() -> int:
     with open(out / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
-        for rep, t, w, m, n in runs:
-            run_id = f"{t.name}-{m}-p{n}-{w}-r{rep}"
-            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size)
+        for rep, t, w, m, n, b in runs:
+            run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
+            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus)
             if row["ok"] != 1:
                 failures += 1
                 print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
@@ -319,7 +345,7 @@ def main() -> int:
             f.flush()
             rows.append(row)
             shown = f"{float(row['seconds']):.3f} s" if row["seconds"] != "" and t.timing else "locality only"
-            progress.finished(f"{w:13} {t.name:7} {m:4} {n:3} Ps  rep {rep}: "
+            progress.finished(f"{w:13} {t.name:7} {m:4} {b:4} {n:3} Ps  rep {rep}: "
                               + (shown if row["ok"] == 1 else "FAILED"))
 
     summary = summarize(rows)
@@ -327,8 +353,10 @@ def main() -> int:
     print("\n" + summary["text"])
     explib.write_json(out / "sweep.json", {"medians": summary["medians"], "failures": failures},
                       {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
-                       "modes": modes, "topologies": [t.name for t in topologies],
-                       "configurations": [[t.name, m, n] for t, m, n in configs]},
+                       "modes": modes, "bindings": bindings, "seed": args.seed,
+                       "order": "random (seeded)", "cpus_usable": real_cpus,
+                       "topologies": [t.name for t in topologies],
+                       "configurations": [[t.name, m, n, b] for t, m, n, b in configs]},
                       runner.commands[:1] + [f"{exe} WORKLOAD --size {size} (NUGO_* per run: results.csv)"])
     if failures:
         print(f"{PROG}: {failures} of {len(runs)} runs failed (logs in {logs})", file=sys.stderr)
@@ -348,11 +376,12 @@ def render(out: Path) -> int:
     return 0
 
 
-def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> dict:
+def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus) -> dict:
     row = dict.fromkeys(COLUMNS, "")
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
             "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
-            "repetition": rep, "ok": 0, "latency_model": 0}
+            "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
+            "bind_asked": b, "bind": "none" if m == "go" else ""}
     stats_file = logs / f"{run_id}.stats.json"
     if m == "go":
         if go_exe is None:
@@ -364,6 +393,8 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> 
         cmd = [exe, w, "--size", size]
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
         env |= {"NUGO_PROCS": str(n), "NUGO_MODE": m, "NUGO_STATS": str(stats_file)}
+        if b != "auto":
+            env["NUGO_BIND"] = b
         if t.spec:
             env["NUGO_TOPOLOGY"] = t.spec
     try:
@@ -388,7 +419,12 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> 
             row["error"] = f"ran {result['mode']} at {result['procs']} Ps, not {m} at {n}"
             return row
         try:
-            totals = json.loads(stats_file.read_text())["totals"]
+            stats = json.loads(stats_file.read_text())
+            totals = stats["totals"]
+            row["bind"] = stats["bind"]  # what the runtime resolved, not what was asked
+            if b != "auto" and stats["bind"] != b:
+                row["error"] = f"asked NUGO_BIND={b}, the runtime bound {stats['bind']}"
+                return row
             row |= {k: totals[k] for k in STATS_COUNTERS}
             row["moved_remote_by_distance"] = " ".join(
                 f"{d}:{c}" for d, c in sorted(totals["moved_remote_by_distance"].items(), key=lambda x: int(x[0])))
@@ -402,54 +438,75 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, rep, size) -> 
     return row
 
 
+def ratio_cell(num: explib.Spread | None, den: explib.Spread | None, oversubscribed: bool) -> str:
+    """num / den as a table cell: "~" before it when the two medians' intervals overlap (no
+    difference), "(oversubscribed)" after it when the runs had more Ps than CPUs."""
+    if not num or not den:
+        return "-"
+    cell = explib.fmt(num.median / den.median)
+    if not num.differs(den):
+        cell = "~" + cell
+    return cell + (" (oversubscribed)" if oversubscribed else "")
+
+
 def summarize(rows: list[dict]) -> dict:
-    """Medians (with min and max) per topology, workload and P count, beside each other by mode;
-    and the locality counters per topology and mode."""
+    """Medians with their 95% confidence intervals per topology, workload, P count and binding,
+    beside each other by mode; and the locality counters per topology and mode."""
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         if r["ok"] == 1 and r["timing_reported"] == 1:
-            groups.setdefault((r["topology"], r["workload"], r["procs"], r["mode"]), []).append(float(r["seconds"]))
+            key = (r["topology"], r["workload"], r["procs"], r["mode"], r.get("bind_asked") or r.get("bind", ""))
+            groups.setdefault(key, []).append(float(r["seconds"]))
     flags = {(r["topology"], r["workload"]): (r["emulated"], r["latency_model"]) for r in rows if r["ok"] == 1}
-    medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3],
+    over = {(r["topology"], r["procs"]): r.get("oversubscribed", 0) for r in rows if r["mode"] != "go"}
+    medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3], "bind": k[4],
                 "emulated": bool(flags[k[:2]][0]), "latency_model": bool(flags[k[:2]][1]),
-                "seconds_median": s.median, "seconds_min": s.lo, "seconds_max": s.hi, "n": s.n}
+                "oversubscribed": bool(over.get((k[0], k[2]), 0)),
+                "seconds_median": s.median, "seconds_min": s.lo, "seconds_max": s.hi,
+                "seconds_ci95": [s.ci_lo, s.ci_hi], "n": s.n}
                for k, v in sorted(groups.items()) if (s := explib.spread(v))]
-    by_key = {(m["topology"], m["workload"], m["procs"], m["mode"]): m for m in medians}
+    by_key = {(m["topology"], m["workload"], m["procs"], m["mode"], m["bind"]): m for m in medians}
     emulated = {r["topology"]: r["emulated"] for r in rows}
     timing_rows = []
-    for t, w, n in sorted({k[:3] for k in by_key}):
+    compared = sorted({(k[0], k[1], k[2], k[4]) for k in by_key if k[3] != "go"}) or \
+        sorted({(k[0], k[1], k[2], "none") for k in by_key})
+    for t, w, n, b in compared:
         cells = {}
         for mode in ("flat", "numa", "go"):
-            m = by_key.get((t, w, n, mode))
-            cells[mode] = m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"])
-        speedup = cells["flat"].median / cells["numa"].median if cells["flat"] and cells["numa"] else None
-        go_ratio = cells["flat"].median / cells["go"].median if cells["flat"] and cells["go"] else None
+            m = by_key.get((t, w, n, mode, "none" if mode == "go" else b))
+            cells[mode] = m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"],
+                                              m["n"], *m["seconds_ci95"])
+        oversub = bool(over.get((t, n), 0))
         label = t + (" (emulated)" if emulated[t] else "")
-        timing_rows.append([label, w, n, cells["flat"], cells["numa"], cells["go"],
-                            explib.fmt(speedup), explib.fmt(go_ratio)])
-    headers = ["topology", "workload", "Ps", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
+        timing_rows.append([label, w, n, b, *(c.with_ci() if c else "-" for c in cells.values()),
+                            ratio_cell(cells["flat"], cells["numa"], oversub),
+                            ratio_cell(cells["flat"], cells["go"], oversub)])
+    headers = ["topology", "workload", "Ps", "bind", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
 
     # By P count: with one P per node every steal is necessarily remote, so summing P counts
     # would mix two different questions.
     loc: dict[tuple, dict] = {}
     for r in rows:
         if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["runs"] != "":
-            acc = loc.setdefault((r["topology"], r["procs"], r["mode"]),
+            acc = loc.setdefault((r["topology"], r["procs"], r["mode"], r.get("bind_asked") or r.get("bind", "")),
                                  dict.fromkeys(STATS_COUNTERS + ["blocks", "remote_blocks"], 0))
             for k in acc:
                 acc[k] += int(r[k] or 0)
     loc_rows = []
-    for (t, n, m), a in sorted(loc.items()):
+    for (t, n, m, b), a in sorted(loc.items()):
         steals = a["steals_same_node"] + a["steals_remote"]
-        loc_rows.append([t + (" (emulated)" if emulated[t] else ""), n, m,
+        loc_rows.append([t + (" (emulated)" if emulated[t] else ""), n, m, b,
                          explib.fmt(a["runs_home"] / a["runs"] if a["runs"] else None),
                          explib.fmt(a["steals_remote"] / steals if steals else None),
                          a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])
-    loc_headers = ["topology", "Ps", "mode", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
-    note = ("Seconds: median [min, max] over the repetitions, kernel time only. flat/numa > 1: NUMA mode "
-            "faster. Emulated topologies measure the scheduler's decisions; their memory-bound "
-            "rows ran with the emulated memory latency model (latency_model = 1 in results.csv), "
-            "not on real remote memory.")
+    loc_headers = ["topology", "Ps", "mode", "bind", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
+    note = ("Seconds: median (95% bootstrap confidence interval) over the repetitions, run in a "
+            "random interleaved order, kernel time only. flat/numa > 1: NUMA mode faster; '~': the "
+            "two intervals overlap, so no difference is shown. Binding (bind) is the same in both "
+            "modes of a row; Go binds nothing. Oversubscribed: more Ps than CPUs, not to be quoted. "
+            "Emulated topologies measure the scheduler's decisions; their memory-bound rows ran "
+            "with the emulated memory latency model (latency_model = 1 in results.csv), not on "
+            "real remote memory.")
     text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n")
     md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")

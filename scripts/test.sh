@@ -6,15 +6,22 @@
 #                                        tests/CMakeLists.txt says which and why)
 #   scripts/test.sh --thread-safety      clang build of the runtime in build-clang/ with its lock
 #                                        rules as errors (-Wthread-safety, core/src/tsa.hpp)
+#   scripts/test.sh --build-type=TYPE    the suite in another CMake build type (Debug, Release,
+#                                        MinSizeRel) in build-TYPE/; Release is what
+#                                        reproduce.sh and most library users build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/test.sh [--sanitize=address|thread | --thread-safety]" >&2; exit 2; }
+usage() { echo "usage: scripts/test.sh [--sanitize=address|thread | --thread-safety | --build-type=TYPE]" >&2; exit 2; }
 
 sanitize=""
 thread_safety=""
+build_type=RelWithDebInfo
 for arg in "$@"; do
   case "$arg" in
+    --build-type=Debug|--build-type=Release|--build-type=RelWithDebInfo|--build-type=MinSizeRel)
+      build_type=${arg#--build-type=} ;;
+    --build-type=*) echo "test.sh: unknown build type '${arg#--build-type=}' (Debug, Release, RelWithDebInfo, MinSizeRel)" >&2; exit 2 ;;
     --thread-safety) thread_safety=1 ;;
     --sanitize=address) sanitize=address ;;
     --sanitize=thread) sanitize=thread ;;
@@ -27,7 +34,7 @@ done
 if [ -n "$thread_safety" ]; then
   # The annotations are on the runtime's locks and lists (core/); compiling it is the check.
   bash scripts/bootstrap.sh --checks
-  CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
     -DNUGO_THREAD_SAFETY=ON -DNUGO_BUILD_TESTS=OFF -DNUGO_BUILD_EXPERIMENTS=OFF
   cmake --build build-clang -j "$(nproc)" --target nugo_core
   echo "test.sh: the runtime's lock rules hold (clang -Wthread-safety)"
@@ -37,13 +44,15 @@ fi
 bash scripts/bootstrap.sh
 
 build=build
+[ "$build_type" != RelWithDebInfo ] && build=build-$build_type
 [ -n "$sanitize" ] && build=build-$sanitize
+[ -n "$sanitize" ] && [ "$build_type" != RelWithDebInfo ] && build=build-$sanitize-$build_type
 jobs=$(nproc)
 
 # The sanitizer build runs the tests only; benchmarks under ASan would measure ASan.
 experiments=ON
 [ -n "$sanitize" ] && experiments=OFF
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNUGO_SANITIZE="$sanitize" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DNUGO_SANITIZE="$sanitize" \
       -DNUGO_BUILD_EXPERIMENTS="$experiments"
 cmake --build "$build" -j "$jobs"
 

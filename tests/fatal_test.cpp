@@ -164,6 +164,45 @@ TEST_CASE("a deadlock report folds goroutines parked at the same place, and says
   CHECK(r.output.find("nugo::detail") == std::string::npos);
 }
 
+// What a program built without -g gets (a user's Release build, with a Release or a -g
+// runtime: nugo_test_child_nodebug has the debug information of both stripped): the names the
+// symbol table gives, the program's callable named through the runtime's entry it was inlined
+// into, the runtime's own functions left out as in a -g build, and the hint.
+TEST_CASE("without debug information, fatal reports name the program's functions from the "
+          "symbol table and say how to get lines", "[fatal]") {
+  auto misuse = run_child_process("NUGO_PROCS=1", NUGO_TEST_CHILD_NODEBUG " syscall-misuse yield");
+  CHECK(misuse.exit_code == 2);
+  CHECK(misuse.output.find("fatal error: goroutine 1: nugo::yield inside a nugo::syscall body") !=
+        std::string::npos);
+  CHECK(misuse.output.find("goroutine 1 [running]:\n") != std::string::npos);
+  CHECK(misuse.output.find("misuse_in_syscall(") != std::string::npos);
+  CHECK(misuse.output.find("no line information: build with -g") != std::string::npos);
+  CHECK(misuse.output.find("child.cpp") == std::string::npos);  // no lines: none invented
+  CHECK(misuse.output.find("nugo::detail") == std::string::npos);
+  // Calls whose runtime side is a template or has template-typed parameters: no runtime frame
+  // and no type is taken for the program's function.
+  for (const char* call : {"after", "sleep", "select", "send"}) {
+    INFO(call);
+    auto r = run_child_process("NUGO_PROCS=1", NUGO_TEST_CHILD_NODEBUG " syscall-misuse " +
+                                                   std::string(call));
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("misuse_in_syscall(") != std::string::npos);
+    CHECK(r.output.find("nugo::detail") == std::string::npos);
+    CHECK(r.output.find("std::chrono") == std::string::npos);
+  }
+
+  auto dead = run_child_process("NUGO_PROCS=2", NUGO_TEST_CHILD_NODEBUG " deadlock-many");
+  CHECK(dead.exit_code == 2);
+  CHECK(dead.output.find("fatal error: all goroutines are asleep - deadlock!") != std::string::npos);
+  CHECK(dead.output.find("1000 goroutines [chan receive] (goroutines 2, 3, 4 and 997 more):") !=
+        std::string::npos);
+  CHECK(dead.output.find("wait_for_work(nugo::Chan<int> const&)") != std::string::npos);
+  CHECK(dead.output.find("(no line information: build with -g)") != std::string::npos);
+  CHECK(dead.output.find("nugo::detail") == std::string::npos);
+  CHECK(dead.output.find("nugo::WaitGroup::") == std::string::npos);  // the runtime's own
+  CHECK(std::count(dead.output.begin(), dead.output.end(), '\n') < 40);
+}
+
 TEST_CASE("an exception escaping a goroutine ends the process naming the goroutine", "[fatal]") {
   auto r = run_child("", "panic");
   CHECK(r.exit_code == 2);

@@ -82,6 +82,23 @@ case "${1:-}" in
     [ "$rows" -ge 3 ] || fail "results.csv has $rows rows"
     grep -q ',2node,.*,1,1,numa,' "$work/results.csv" || fail "no emulated NUMA row labelled emulated in results.csv"
     [ -f "$work/machine.json" ] && [ -f "$work/sweep.md" ] && [ -f "$work/reproduce.log" ] || fail "machine.json, sweep.md or reproduce.log missing"
+    # A comparison changes one thing: both modes of every (topology, workload, Ps) ran with the
+    # same binding, the one the runtime says it used (pu by default); oversubscription is
+    # marked from the CPUs this process may use; the summary gives intervals.
+    $py - "$work/results.csv" <<'PY' || fail "results.csv: binding or oversubscription wrong"
+import csv, os, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["mode"] in ("flat", "numa")]
+cpus = len(os.sched_getaffinity(0))
+binds = {}
+for r in rows:
+    binds.setdefault((r["topology"], r["workload"], r["procs"]), set()).add((r["mode"], r["bind"]))
+    assert r["oversubscribed"] == str(int(int(r["procs"]) > cpus)), r
+both = [k for k, v in binds.items() if {m for m, _ in v} == {"flat", "numa"}]
+assert both, "no configuration ran in both modes"
+for k in both:
+    assert {b for _, b in binds[k]} == {"pu"}, (k, binds[k])
+PY
+    grep -q "95% bootstrap confidence interval" "$work/sweep.md" || fail "sweep.md gives no intervals"
     [ -s "$work/figures/scalability.png" ] && [ -s "$work/figures/locality.png" ] || fail "figures missing"
     [ -f "$work/generated/numbers.tex" ] || fail "numbers.tex missing"
     if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
@@ -104,6 +121,7 @@ case "${1:-}" in
     expect_status 2 bash "$root/scripts/reproduce.sh" --frobnicate
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --modes flat,warp --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --bind socket --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
     [ -e /tmp/never ] && fail "a refused run created its results directory"
     echo "bad input: status 2, nothing run"

@@ -30,6 +30,7 @@ Stats snapshot(const Sched& s) {
   Stats out;
   out.valid = true;
   out.mode = s.mode;
+  out.bind = s.bind;
   out.procs = s.gomaxprocs;
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;
@@ -140,6 +141,8 @@ std::string to_json(const Stats& s) {
   using detail::append_counters;
   std::string j = "{\"mode\": ";
   j += s.mode == Mode::numa ? "\"numa\"" : "\"flat\"";
+  j += ", \"bind\": ";
+  j += s.bind == Bind::node ? "\"node\"" : s.bind == Bind::pu ? "\"pu\"" : "\"none\"";
   j += ", \"procs\": " + std::to_string(s.procs);
   j += ", \"topology\": {\"source\": " + detail::json_string(s.topology_source);
   j += ", \"emulated\": ";

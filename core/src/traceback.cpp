@@ -85,6 +85,7 @@ struct Frame {
   std::string function;
   std::string file;
   int line = 0;
+  std::string symbol;  // the mangled name, when the symbol table named the function
 };
 
 // The frames at pc, innermost (inlined) first.
@@ -109,12 +110,13 @@ std::vector<Frame> frames_at(std::uintptr_t pc) {
     backtrace_syminfo(
         state, pc,
         [](void* data, std::uintptr_t, const char* name, std::uintptr_t, std::uintptr_t) {
-          if (name) *static_cast<std::string*>(data) = demangle(name);
+          if (name) *static_cast<std::string*>(data) = name;
         },
         [](void*, const char*, int) {}, &symbol);
     if (!symbol.empty()) {
       if (frames.empty()) frames.push_back({});
-      frames.back().function = symbol;
+      frames.back().function = demangle(symbol.c_str());
+      frames.back().symbol = std::move(symbol);
     }
   }
   return frames;
@@ -126,14 +128,87 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != s.npos; }
 
+// A function's qualified name, without the return type the demangler puts before a template
+// function's name ("int* nugo::detail::closure_object<int>(...)"): a name the symbol table
+// gave in namespace nugo starts at its first "nugo::".
+std::string_view qualified_name(const Frame& f) {
+  std::string_view name = f.function;
+  for (std::string_view mangled : {"_ZN4nugo", "_ZNK4nugo", "_ZZN4nugo", "_ZZNK4nugo"})
+    if (starts_with(f.symbol, mangled)) {
+      if (std::size_t at = name.find("nugo::"); at != name.npos) return name.substr(at);
+      break;
+    }
+  return name;
+}
+
+// The name part of a qualified name: up to its parameter list (past the parentheses of
+// "(anonymous namespace)" and of "operator()").
+std::string_view name_part(std::string_view q) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (q[i] != '(') continue;
+    if (q.substr(i).starts_with(kAnonymous)) {
+      i += kAnonymous.size() - 1;
+    } else if (i >= 8 && q.substr(i - 8, 8) == "operator") {
+      ++i;
+    } else {
+      return q.substr(0, i);
+    }
+  }
+  return q;
+}
+
 // The runtime's own frames: its internals (by name, or by file for inlined frames, which the
 // debug information names without their namespace), its plumbing between run()/go() and the
 // program's function (runtime.hpp), and the capture machinery.
 bool runtime_frame(const Frame& f) {
-  return starts_with(f.function, "nugo::detail::") || starts_with(f.function, "_Unwind") ||
-         starts_with(f.function, "backtrace_") || contains(f.file, "/core/src/") ||
+  std::string_view q = qualified_name(f);
+  return starts_with(q, "nugo::detail::") || starts_with(q, "_Unwind") ||
+         starts_with(q, "backtrace_") || contains(f.file, "/core/src/") ||
          contains(f.file, "/numa/src/") || contains(f.file, "/nugo/runtime.hpp") ||
          contains(f.file, "/nugo/syscall.hpp");
+}
+
+// Without debug information a frame is only its symbol. The runtime's code compiled without
+// -g (a Release libnugo) has no file to be known by: its functions in namespace nugo whose
+// names are not templates are its own (nugo::yield, nugo::WaitGroup::wait), while templates
+// are the public headers' (nugo::Chan<int>::recv), instantiated in the program and shown as
+// the program's. (A program's own code in namespace nugo would be hidden too: it has none.)
+bool runtime_symbol(const Frame& f) {
+  if (!f.file.empty()) return false;
+  std::string_view q = qualified_name(f);
+  std::string_view name = name_part(q);
+  if (std::size_t op = name.find("operator"); op != name.npos) name = name.substr(0, op);
+  return starts_with(q, "nugo::") && !contains(name, "<");
+}
+
+// The program's callable, inlined into one of the runtime's entries (run's main goroutine,
+// go's closure): without debug information the entry's symbol is all that is left of it, and
+// its first template argument names it ("nugo::detail::run<main::{lambda()#1}>(...)::
+// {lambda(void*)#2}::_FUN(void*)" gives "main::{lambda()#1}"). Empty for anything else:
+// another runtime function, a callable with no name of the program's (a function pointer, a
+// std:: wrapper), or a name this cannot read.
+std::string inlined_callable(const Frame& f) {
+  if (!f.file.empty()) return {};
+  std::string_view q = qualified_name(f);
+  std::string_view entry;
+  for (std::string_view e : {"nugo::detail::run<", "nugo::detail::bind_closure<"})
+    if (starts_with(q, e)) entry = e;
+  if (entry.empty() || !contains(q, ")::{lambda")) return {};
+  int depth = 1;
+  for (std::size_t i = entry.size(); i < q.size(); ++i) {
+    const char c = q[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if ((depth == 1 && c == ',') || depth == 0) {
+      std::string_view arg = q.substr(entry.size(), i - entry.size());
+      if (starts_with(arg, "nugo::") || starts_with(arg, "std::") || contains(arg, "(*)") ||
+          contains(arg, "(&)"))
+        return {};
+      return std::string(arg);
+    }
+  }
+  return {};
 }
 
 // A goroutine's frames end at gentry; below it lies only the context's entry trampoline.
@@ -164,6 +239,7 @@ std::string format_traceback(const Traceback& tb, int max_frames) {
   std::string out;
   int shown = 0;
   bool more = false;
+  std::string last_shown;
   for (int i = 0; i < tb.n && !more; ++i) {
     // A return address: the call it returns from is the byte before.
     for (const Frame& f : frames_at(tb.pc[i] - 1)) {
@@ -171,16 +247,22 @@ std::string format_traceback(const Traceback& tb, int max_frames) {
         i = tb.n;
         break;
       }
-      if (runtime_frame(f)) continue;
+      std::string callable = inlined_callable(f);
+      // A callable that was not inlined has a frame of its own, just shown.
+      if (!callable.empty() && starts_with(last_shown, callable)) continue;
+      if (callable.empty() && (runtime_frame(f) || runtime_symbol(f))) continue;
       if (shown == max_frames) {
         more = true;
         break;
       }
       ++shown;
-      out += f.function.empty() ? "?" : f.function;
+      last_shown = !callable.empty() ? callable : f.function.empty() ? "?" : f.function;
+      out += last_shown;
       out += "\n\t";
       if (!f.file.empty())
         out += f.file + ":" + std::to_string(f.line);
+      else if (!callable.empty())
+        out += "(inlined into nugo's entry; no line information: build with -g)";
       else
         out += "(no line information: build with -g)";
       out += "\n";

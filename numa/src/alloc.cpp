@@ -29,6 +29,18 @@
 // default seccomp profile) cannot bind at all: memory is then left unbound, said once on
 // stderr when the view has more than one node (on one node it makes no difference).
 //
+// Bound before touched. mbind without MPOL_MF_MOVE leaves the pages a range already has where
+// they are, so a range must be bound before any of its pages exists. Binding right after mmap
+// is not enough: a fresh read-write mapping of the default policy merges with a neighbouring
+// one of the same flags (malloc's, a new thread's stack), and
+// with transparent huge pages on ("always" in Debian's kernel) the neighbour's first touch can
+// fault in a 2 MiB page that covers our range too, on the toucher's node. Under a node-1
+// binding we then found every page of a 1 MiB block on node 0 (issue 24: about 1 call in 100
+// in the 2-node guest with a thread mapping and touching beside it). So ranges are reserved
+// PROT_NONE (merging with no read-write neighbour, and not faultable), bound, and only then
+// made read-write; by then they have a policy of their own and merge only with neighbours of
+// the same policy. The stack pool does the same (core/src/stack.cpp).
+//
 // The view: which nodes exist, which are the nodes of the CPUs, and how to interleave. It is
 // the topology the runtime published (publish_topology) or, when none is, this machine's. An
 // emulated view binds nothing (its nodes do not exist): every allocation takes the same path
@@ -206,15 +218,24 @@ std::size_t pages_of(std::size_t bytes) {
   return (bytes + page - 1) & ~(page - 1);
 }
 
-void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
-  const std::size_t len = pages_of(bytes);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+// A read-write range of len bytes, bound to w first when `bound` ("Bound before touched").
+void* map_bound(const View& v, Where w, std::size_t len, bool bound) {
+  if (!bound) {
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+  }
+  void* p = detail::reserve(len);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  if (bound && !bind_where(p, len, w, v)) {
+  if (!bind_where(p, len, w, v) || !detail::commit(p, len)) {
     munmap(p, len);
     throw std::bad_alloc();
   }
   return p;
+}
+
+void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
+  return map_bound(v, w, pages_of(bytes), bound);
 }
 
 void free_large(void* p, std::size_t bytes) {
@@ -300,10 +321,11 @@ class Arena {
     return reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(p) + a - 1) & ~(a - 1));
   }
 
-  // The rest of the old chunk (less than one block) is abandoned.
+  // The rest of the old chunk (less than one block) is abandoned. The chunk is aligned by
+  // reserving twice its size and giving back the ends; bound before anything can touch it
+  // ("Bound before touched"), then the header is written.
   void new_chunk(const View& v) {
-    void* raw =
-        mmap(nullptr, 2 * kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* raw = detail::reserve(2 * kChunk);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     const auto start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t chunk = (start + kChunk - 1) & ~(kChunk - 1);
@@ -311,8 +333,7 @@ class Arena {
     if (const std::uintptr_t tail = start + 2 * kChunk - (chunk + kChunk); tail > 0)
       munmap(reinterpret_cast<void*>(chunk + kChunk), tail);
     auto* base = reinterpret_cast<char*>(chunk);
-    // Bound before the header write touches the first page.
-    if (bound_ && !bind_where(base, kChunk, where_, v)) {
+    if ((bound_ && !bind_where(base, kChunk, where_, v)) || !detail::commit(base, kChunk)) {
       munmap(base, kChunk);
       throw std::bad_alloc();
     }
@@ -432,6 +453,14 @@ bool bind_range(void* p, std::size_t bytes, int os_node, bool strict) {
   const NodeMask mask = mask_of({os_node});
   return mbind(p, bytes, strict ? MPOL_BIND : MPOL_PREFERRED, mask.words.data(), mask.maxnode(),
                0) == 0;
+}
+
+void* reserve(std::size_t bytes, int flags) {
+  return mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+}
+
+bool commit(void* p, std::size_t bytes) {
+  return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
 }
 
 int local_node() { return local_node_in(current_view()); }

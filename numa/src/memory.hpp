@@ -27,6 +27,16 @@ void publish_topology(const nugo::topo::Topology* t, bool verbose);
 // emulated view it binds nothing and returns true.
 bool bind_range(void* p, std::size_t bytes, int os_node, bool strict = true);
 
+// Anonymous private memory (mmap flags `flags` beside MAP_PRIVATE | MAP_ANONYMOUS) that no
+// access can fault in until commit() makes it readable and writable, so that whatever binds it
+// in between binds every page it will ever have (alloc.cpp, "Bound before touched": a mapping
+// made read-write at once can be faulted in by a neighbour's first touch, on the neighbour's
+// node). MAP_FAILED with errno on failure.
+void* reserve(std::size_t bytes, int flags = 0);
+
+// Makes a reserved range readable and writable; false with errno on failure.
+bool commit(void* p, std::size_t bytes);
+
 // The OS node alloc_local would use now for the caller (see <nugo/numa.hpp>).
 int local_node();
 

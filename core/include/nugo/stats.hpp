@@ -56,6 +56,7 @@ struct NodeStats : Counters {
 struct Stats {
   bool valid = false;      // false before the first run()
   Mode mode = Mode::flat;  // resolved: flat or numa
+  Bind bind = Bind::none;  // resolved: node, pu or none (NUGO_BIND)
   int procs = 0;
   std::string topology_source;
   bool emulated = false;
