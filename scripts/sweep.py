@@ -11,19 +11,21 @@ here) with NUGO_PROCS, NUGO_MODE, NUGO_BIND, NUGO_TOPOLOGY and NUGO_STATS set; t
 checks its own result.
 
 A comparison changes one thing. Binding is held equal between the modes: by default every run
-binds each P's thread to that P's CPU (NUGO_BIND=pu; flat and NUMA mode give P k the same
-PU), and the binding the runtime resolved is recorded on every row (`bind`, from its
-statistics). --bind sweeps binding as a factor of its own: pu, node, none, or auto (each mode's
-own default: node for NUMA mode, none for flat mode, which changes binding together with the
-mode, as the pipeline did before). Go cannot bind its threads: its rows say none. Runs whose
-Ps (or GOMAXPROCS) outnumber the CPUs this process may use are marked oversubscribed = 1:
-their timings say little and are never quoted.
+binds each P's thread to that P's CPU (NUGO_BIND=pu; flat and NUMA mode give P k the same PU),
+and every row records the binding asked for (`bind_asked`) and the one the runtime resolved
+(`bind`, from its statistics). --bind sweeps binding as a factor of its own: pu, node, none,
+or auto (each mode's own default: node for NUMA mode, none for flat mode, which changes
+binding together with the mode, as the pipeline did before). Go cannot bind its threads: its
+rows say none. Runs whose Ps (or GOMAXPROCS) outnumber the CPUs this process may use are
+marked oversubscribed = 1: their timings say little and are never quoted.
 
 The runs of every configuration and repetition are interleaved in a random order (seeded,
 --seed, recorded in sweep.json), so that a drift of the machine's state during the sweep falls
 on every configuration alike. Each median comes with its 95% bootstrap confidence interval
 (explib.bootstrap_median_ci); a ratio of two medians whose intervals overlap is marked "~":
-within the noise, no difference. Writes DIR/results.csv (one row per run, with the runtime's statistics counters),
+within the noise, no difference.
+
+Writes DIR/results.csv (one row per run, with the runtime's statistics counters),
 DIR/machine.json (what ran where), DIR/sweep.json (settings, commands, medians), DIR/sweep.md
 (the summary tables) and DIR/logs/ (each run's output and statistics).
 
@@ -455,10 +457,10 @@ def summarize(rows: list[dict]) -> dict:
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         if r["ok"] == 1 and r["timing_reported"] == 1:
-            key = (r["topology"], r["workload"], r["procs"], r["mode"], r.get("bind_asked") or r.get("bind", ""))
+            key = (r["topology"], r["workload"], r["procs"], r["mode"], r["bind_asked"])
             groups.setdefault(key, []).append(float(r["seconds"]))
     flags = {(r["topology"], r["workload"]): (r["emulated"], r["latency_model"]) for r in rows if r["ok"] == 1}
-    over = {(r["topology"], r["procs"]): r.get("oversubscribed", 0) for r in rows if r["mode"] != "go"}
+    over = {(r["topology"], r["procs"]): r["oversubscribed"] for r in rows if r["mode"] != "go"}
     medians = [{"topology": k[0], "workload": k[1], "procs": k[2], "mode": k[3], "bind": k[4],
                 "emulated": bool(flags[k[:2]][0]), "latency_model": bool(flags[k[:2]][1]),
                 "oversubscribed": bool(over.get((k[0], k[2]), 0)),
@@ -488,7 +490,7 @@ def summarize(rows: list[dict]) -> dict:
     loc: dict[tuple, dict] = {}
     for r in rows:
         if r["ok"] == 1 and r["mode"] in ("flat", "numa") and r["runs"] != "":
-            acc = loc.setdefault((r["topology"], r["procs"], r["mode"], r.get("bind_asked") or r.get("bind", "")),
+            acc = loc.setdefault((r["topology"], r["procs"], r["mode"], r["bind_asked"]),
                                  dict.fromkeys(STATS_COUNTERS + ["blocks", "remote_blocks"], 0))
             for k in acc:
                 acc[k] += int(r[k] or 0)

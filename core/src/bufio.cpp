@@ -34,14 +34,14 @@ bool passed(Deadline d) { return d != no_deadline && io::Clock::now() >= d; }
 // Go's I/O loop for a descriptor: op (one system call: >= 0, or -1 and errno) is retried
 // after EINTR, and after wait() on EAGAIN (which only a non-blocking descriptor says). A
 // deadline already passed fails at once, as Go's pollDesc.prepare does. errno is read
-// through errno_location: after a wait the goroutine may be on another thread.
+// through thread_errno: after a wait the goroutine may be on another thread.
 template <class Op, class Wait>
 IoResult fd_loop(Deadline deadline, Op op, Wait wait) {
   for (;;) {
     if (passed(deadline)) return {0, io::Errc::timeout};
     ssize_t n = op();
     if (n >= 0) return {static_cast<std::size_t>(n), {}};
-    int e = *nugo::detail::errno_location();
+    int e = nugo::detail::thread_errno();
     if (e == EINTR) continue;
     if (e != EAGAIN && e != EWOULDBLOCK) return {0, std::error_code(e, std::system_category())};
     if (std::error_code w = wait()) return {0, w};

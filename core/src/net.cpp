@@ -64,8 +64,8 @@ using detail::PollResult;
 
 std::error_code errno_code(int e) { return {e, std::system_category()}; }
 // errno read through a call the compiler cannot hoist: after a wait the goroutine may be on
-// another thread, whose errno is elsewhere (preempt.hpp, errno_location).
-int last_errno() { return *nugo::detail::errno_location(); }
+// another thread, whose errno is elsewhere (preempt.hpp, thread_errno).
+int last_errno() { return nugo::detail::thread_errno(); }
 std::error_code last_error() { return errno_code(last_errno()); }
 
 std::int64_t deadline_ns(io::Deadline d) {

@@ -53,7 +53,8 @@ namespace nugo::detail {
 
 void gopreempt(bool by_signal);  // proc.cpp
 
-__attribute__((NUGO_NOIPA)) int* errno_location() { return &errno; }
+NUGO_NOPREEMPT int thread_errno() { return errno; }
+NUGO_NOPREEMPT void set_thread_errno(int e) { errno = e; }
 
 namespace {
 
@@ -264,9 +265,9 @@ bool preempt_due(G* gp) {
 // The cooperative yield of a goroutine whose slice is over. errno is carried to whichever
 // thread resumes it, as at a preemption by signal.
 void yield_preempted() {
-  int saved_errno = *errno_location();
+  int saved_errno = thread_errno();
   gopreempt(false);
-  *errno_location() = saved_errno;
+  set_thread_errno(saved_errno);
 }
 
 // The release that ended the G's runtime code found the signal's request (kPreemptAtExit).
@@ -329,11 +330,11 @@ void signal_m(M* m) {
 // saved. errno is the thread's: carry it to whichever thread resumes the goroutine.
 extern "C" void nugo_async_preempt2() {
   using namespace nugo::detail;
-  int saved_errno = *errno_location();
+  int saved_errno = thread_errno();
   G* gp = getg();
   sched->async_preemptions.fetch_add(1, std::memory_order_relaxed);
   gopreempt(true);
-  *errno_location() = saved_errno;
+  set_thread_errno(saved_errno);
   release_locks(gp);  // taken by inject_call
 }
 

@@ -11,9 +11,12 @@ namespace nugo::detail {
 
 G* getg();
 
-// errno through a call the compiler cannot see into: __errno_location is declared const, so
-// its result could otherwise be reused after the goroutine moved to another thread.
-int* errno_location();
+// The calling thread's errno, read and written in calls the compiler cannot see into
+// (__errno_location is declared const, so its result could otherwise be reused after the
+// goroutine moved to another thread) and that the signal never preempts (the address and
+// the access are separate instructions: a move between them would reach the old thread's).
+int thread_errno();
+void set_thread_errno(int e);
 
 // G::locks's top bit: the preemption signal found this G inside runtime code (locks != 0)
 // and declined; the G yields when it leaves the runtime, at the release that brings the

@@ -96,8 +96,13 @@ void exitsyscall() {
   gp->status.store(GStatus::running, rlx);
 }
 
-// Never inlined (not even by LTO): the point is an address computed afresh at each call.
-__attribute__((NUGO_NOIPA)) bool in_syscall_body_now() { return in_syscall_body; }
+// Never inlined (not even by LTO): the point is an address computed afresh at each call. And
+// never preempted: compiled position-independent, the read is three instructions (the thread
+// pointer, the variable's address, the load), and a goroutine moved to another thread between
+// the first and the last read the old thread's flag, which may be set by whatever runs there
+// (a false "inside a nugo::syscall body": 2 of 24 runs of the hostile programs at 50 us slices,
+// two at once, and once in CI). In the no-preemption section, as getg and getm are.
+NUGO_NOPREEMPT bool in_syscall_body_now() { return in_syscall_body; }
 
 void syscall_body_misuse(const char* call) {
   G* gp = getg();
@@ -120,9 +125,9 @@ SyscallScope::SyscallScope(Kind kind) {
 
 SyscallScope::~SyscallScope() {
   if (!active_) return;
-  int saved = *detail::errno_location();
+  int saved = detail::thread_errno();
   detail::exitsyscall();
-  *detail::errno_location() = saved;
+  detail::set_thread_errno(saved);
 }
 
 namespace sys {

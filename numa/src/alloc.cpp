@@ -32,9 +32,9 @@
 // Bound before touched. mbind without MPOL_MF_MOVE leaves the pages a range already has where
 // they are, so a range must be bound before any of its pages exists. Binding right after mmap
 // is not enough: a fresh read-write mapping of the default policy merges with a neighbouring
-// one of the same flags (malloc's, a new thread's stack), and
-// with transparent huge pages on ("always" in Debian's kernel) the neighbour's first touch can
-// fault in a 2 MiB page that covers our range too, on the toucher's node. Under a node-1
+// one of the same flags (malloc's, a new thread's stack), and with transparent huge pages on
+// ("always" in Debian's kernel) the neighbour's first touch can fault in a 2 MiB page that
+// covers our range too, on the toucher's node. Under a node-1
 // binding we then found every page of a 1 MiB block on node 0 (issue 24: about 1 call in 100
 // in the 2-node guest with a thread mapping and touching beside it). So ranges are reserved
 // PROT_NONE (merging with no read-write neighbour, and not faultable), bound, and only then
@@ -218,24 +218,21 @@ std::size_t pages_of(std::size_t bytes) {
   return (bytes + page - 1) & ~(page - 1);
 }
 
-// A read-write range of len bytes, bound to w first when `bound` ("Bound before touched").
-void* map_bound(const View& v, Where w, std::size_t len, bool bound) {
-  if (!bound) {
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    return p;
-  }
-  void* p = detail::reserve(len);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  if (!bind_where(p, len, w, v) || !detail::commit(p, len)) {
+// Makes the reserved range [p, p + len) read-write, bound to w first when `bound` ("Bound
+// before touched"); on failure it is unmapped and std::bad_alloc thrown.
+void bind_and_commit(const View& v, Where w, void* p, std::size_t len, bool bound) {
+  if ((bound && !bind_where(p, len, w, v)) || !detail::commit(p, len)) {
     munmap(p, len);
     throw std::bad_alloc();
   }
-  return p;
 }
 
 void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
-  return map_bound(v, w, pages_of(bytes), bound);
+  const std::size_t len = pages_of(bytes);
+  void* p = detail::reserve(len);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  bind_and_commit(v, w, p, len, bound);
+  return p;
 }
 
 void free_large(void* p, std::size_t bytes) {
@@ -333,10 +330,7 @@ class Arena {
     if (const std::uintptr_t tail = start + 2 * kChunk - (chunk + kChunk); tail > 0)
       munmap(reinterpret_cast<void*>(chunk + kChunk), tail);
     auto* base = reinterpret_cast<char*>(chunk);
-    if ((bound_ && !bind_where(base, kChunk, where_, v)) || !detail::commit(base, kChunk)) {
-      munmap(base, kChunk);
-      throw std::bad_alloc();
-    }
+    bind_and_commit(v, where_, base, kChunk, bound_);
     ::new (base) ChunkHeader{kChunkMagic, this};
     bump_ = base + kChunkHeader;
     limit_ = base + kChunk;

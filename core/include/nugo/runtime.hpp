@@ -102,7 +102,8 @@ int num_goroutines();
 // a thread-local of an executable %fs-relative at each use, always the current thread's.
 // Clang 16 and later may reuse a thread-local's address within a function, and code for a
 // shared object finds it through __tls_get_addr, whose result GCC reuses: there the flag is
-// read by an out-of-line call, which computes the address afresh.
+// read by an out-of-line call, which computes the address afresh and which the preemption
+// signal never interrupts (core/README.md, "The no-preemption section").
 inline thread_local bool in_syscall_body = false;
 [[noreturn]] void syscall_body_misuse(const char* call);
 bool in_syscall_body_now();  // out of line
