@@ -65,6 +65,8 @@ case "${1:-}" in
       fail "the 4-node basis does not say why it is n/a"
     grep -q '\\newcommand{\\hasTimeline}{1}' "$work/generated/captions.tex" || fail "captions.tex lacks the timeline"
     grep -q 'EMULATED' "$work/generated/captions.tex" || fail "no caption labels the emulated results"
+    grep -q 'hollow markers: more Ps than CPUs' "$work/generated/captions.tex" ||
+      fail "the scalability caption does not say how oversubscribed points are marked"
     # Every macro the paper uses is one plot.py writes.
     for m in $(grep -o '\\num[A-Za-z]*' "$root/paper/paper.tex" | sort -u); do
       grep -q "newcommand{\\$m}" "$work/generated/numbers.tex" || fail "paper.tex uses $m, which plot.py does not write"
