@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "fatal.hpp"
+#include "preempt.hpp"
 #include "nugo/numa.hpp"
 #include "nugo/runtime.hpp"
 
@@ -175,19 +176,23 @@ void note_unbound(const View& v) {
 }
 
 // mbind, with the kernels and sandboxes that cannot bind at all treated as "unbound" (see the
-// top of the file). Returns false with errno for a failure to report.
+// top of the file). False for a failure. The call and its errno are read pinned to the thread
+// (NoPreempt): a goroutine moved in between would read another thread's errno.
 bool mbind_or_unbound(void* p, std::size_t bytes, int mode, const NodeMask& mask,
                       const View& v) {
   if (g_cannot_bind.load(std::memory_order_relaxed)) return true;
-  if (mbind(p, bytes, mode, mask.words.data(), mask.maxnode(), 0) == 0) return true;
-  const int err = errno;
+  int err;
+  {
+    nugo::detail::NoPreempt np;
+    if (mbind(p, bytes, mode, mask.words.data(), mask.maxnode(), 0) == 0) return true;
+    err = errno;
+  }
   if (err == ENOSYS || err == EPERM) {
     if (!g_cannot_bind.exchange(true) && v.nodes.size() > 1)
       std::fprintf(stderr, "nugo: numa: mbind: %s: memory is not bound to nodes\n",
                    std::strerror(err));
     return true;
   }
-  errno = err;
   return false;
 }
 
@@ -237,13 +242,18 @@ void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
 
 void free_large(void* p, std::size_t bytes) {
   const std::size_t len = pages_of(bytes);
-  if (munmap(p, len) == 0) return;
+  int err;
+  {
+    nugo::detail::NoPreempt np;  // the call and its errno on one thread (mbind_or_unbound)
+    if (munmap(p, len) == 0) return;
+    err = errno;
+  }
   // Unmapping from the middle of a merged mapping splits it, which fails with ENOMEM at
   // vm.max_map_count: the block stays mapped (a leak, not a fault).
-  if (errno == ENOMEM) return;
+  if (err == ENOMEM) return;
   nugo::detail::fatal("nugo::numa::free: munmap(%p, %zu): %s (not a block of nugo::numa, or "
                       "bytes is not the size it was allocated with)",
-                      p, len, std::strerror(errno));
+                      p, len, std::strerror(err));
 }
 
 // --- Small blocks -----------------------------------------------------------------------------
