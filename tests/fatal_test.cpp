@@ -179,8 +179,10 @@ TEST_CASE("without debug information, fatal reports name the program's functions
   CHECK(misuse.output.find("no line information: build with -g") != std::string::npos);
   CHECK(misuse.output.find("child.cpp") == std::string::npos);  // no lines: none invented
   CHECK(misuse.output.find("nugo::detail") == std::string::npos);
-  // Calls whose runtime side is a template or has template-typed parameters: no runtime frame
-  // and no type is taken for the program's function.
+  // Calls whose runtime side is a template or has template-typed parameters: no runtime frame,
+  // and no type is taken for a function (a frame line that starts with a type's name). A
+  // public template such as nugo::after<long, ...> may show, as in a -g build, when the
+  // compiler did not inline it (ASan builds).
   for (const char* call : {"after", "sleep", "select", "send"}) {
     INFO(call);
     auto r = run_child_process("NUGO_PROCS=1", NUGO_TEST_CHILD_NODEBUG " syscall-misuse " +
@@ -188,7 +190,7 @@ TEST_CASE("without debug information, fatal reports name the program's functions
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("misuse_in_syscall(") != std::string::npos);
     CHECK(r.output.find("nugo::detail") == std::string::npos);
-    CHECK(r.output.find("std::chrono") == std::string::npos);
+    CHECK(r.output.find("\nstd::") == std::string::npos);
   }
 
   auto dead = run_child_process("NUGO_PROCS=2", NUGO_TEST_CHILD_NODEBUG " deadlock-many");
