@@ -34,7 +34,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PROG = "plot.py"
-MEMORY = ["triad", "stencil", "histogram"]
+MEMORY = ["triad", "stencil", "histogram", "triad_skew", "spmv"]
+# The ablation's arms (scripts/ablation.py), in its order, with a colour each.
+ARM_STYLE = {"flat": "tab:blue", "neither": "tab:cyan", "placement": "tab:green", "hierarchy": "tab:orange",
+             "both": "tab:red", "pinned": "tab:purple"}
+MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake
 MODE_STYLE = {"flat": ("tab:blue", "-"), "numa": ("tab:red", "-"), "go": ("tab:gray", "--")}
 # Published 2-socket remote/local DRAM latency (../shared/reference/numa-and-peers.md: Intel
 # MLC on Cascade Lake 1.74x, Ice Lake 1.60x), beside the latency model's factor. (No band of
@@ -74,6 +78,9 @@ class Plotter:
         self.topologies = self.machine.get("topologies", {})
         # The CPUs this run could use (sched_getaffinity), else the online ones.
         self.cpus = int(self.machine.get("cpus_usable") or self.machine.get("cpus_online") or 0)
+        # The ablation (scripts/ablation.py), when it ran: its own rows, in DIR/ablation/.
+        ablation = results / "ablation" / "results.csv"
+        self.ablation_rows = [r for r in explib.read_results(ablation) if r["ok"] == 1] if ablation.exists() else []
 
     def nodes(self, topology: str) -> int:
         """Nodes with CPUs of a topology of this run (machine.json), 1 when unknown."""
@@ -454,6 +461,148 @@ class Plotter:
             f"\\texttt{{scripts/timeline.py}} from \\texttt{{{self.where('trace/fork-join-flat.json')}}} and "
             f"\\texttt{{{self.where('trace/fork-join-numa.json')}}}.")
 
+    # ---- the ablation (scripts/ablation.py) ----
+
+    def ablation_spreads(self) -> dict[tuple, explib.Spread]:
+        """Seconds per (topology, Ps, workload, arm, penalty; 0 for no model)."""
+        groups: dict[tuple, list[float]] = {}
+        for r in self.ablation_rows:
+            key = (r["topology"], r["procs"], r["workload"], r["arm"], float(r["latency_penalty"] or 0))
+            groups.setdefault(key, []).append(float(r["seconds"]))
+        return {k: explib.spread(v) for k, v in groups.items()}
+
+    def ablation_config(self) -> tuple[str, int] | None:
+        """The configuration the figures show: the first with no more Ps than CPUs, else the first."""
+        configs = sorted({(r["topology"], r["procs"]) for r in self.ablation_rows})
+        fitting = [c for c in configs if not self.oversubscribed(c[1])]
+        return (fitting or configs or [None])[0]
+
+    @staticmethod
+    def ratio_interval(num: explib.Spread, den: explib.Spread) -> tuple[float, float, float]:
+        """num/den with a conservative interval: from the ends of the two 95% intervals."""
+        return num.median / den.median, num.ci_lo / den.ci_hi, num.ci_hi / den.ci_lo
+
+    def ablation(self) -> None:
+        self.na("AblationTopology", "AblationProcs", "AblationRepetitions", "AblationRuns",
+                *[f"AblationRemote{a.title()}" for a in ARM_STYLE],
+                *[f"AblationSpeedup{a.title()}" for a in ARM_STYLE if a != "flat"],
+                *[f"AblationUniform{a.title()}" for a in ARM_STYLE if a != "flat"],
+                "FibFlatOverNeither", "FibFlatOverHierarchy", "FibMovedFlat", "FibMovedNeither", "FibMovedHierarchy")
+        config = self.ablation_config()
+        if not config:
+            self.missing.append("ablation (scripts/ablation.py did not run)")
+            return
+        t, n = config
+        src = self.where("ablation/results.csv")
+        rows = [r for r in self.ablation_rows if (r["topology"], r["procs"]) == config]
+        spr = self.ablation_spreads()
+        arms = [a for a in ARM_STYLE if any(r["arm"] == a for r in rows)]
+        workloads = [w for w in MEMORY if any(r["workload"] == w for r in rows)]
+        penalties = sorted({float(r["latency_penalty"]) for r in rows if r["latency_penalty"]})
+        if not workloads or not penalties or "flat" not in arms:
+            self.missing.append("ablation (no memory-bound runs with the flat arm)")
+            return
+        base = penalties[0]
+        shown = min(penalties, key=lambda r: abs(r - MEASURED_PENALTY))
+        over = self.oversubscribed(n)
+        self.number("AblationTopology", tex(t), src)
+        self.number("AblationProcs", n, src)
+        self.number("AblationRepetitions", max(r["repetition"] for r in rows), src)
+        self.number("AblationRuns", len(self.ablation_rows), src)
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+        width = 0.8 / len(arms)
+        for i, a in enumerate(arms):
+            remote, speed, lo, hi = [], [], [], []
+            for w in workloads:
+                mine = [r for r in rows if r["workload"] == w and r["arm"] == a and float(r["latency_penalty"]) == base]
+                fr = [int(r["remote_blocks"]) / int(r["blocks"]) for r in mine if int(r["blocks"] or 0)]
+                remote.append(100 * statistics.median(fr) if fr else 0)
+                f, s = spr.get((t, n, w, "flat", shown)), spr.get((t, n, w, a, shown))
+                ratio = self.ratio_interval(f, s) if f and s else (0, 0, 0)
+                speed.append(ratio[0])
+                lo.append(ratio[0] - ratio[1])
+                hi.append(ratio[2] - ratio[0])
+            xs = [k + (i - (len(arms) - 1) / 2) * width for k in range(len(workloads))]
+            left.bar(xs, remote, width, color=ARM_STYLE[a], label=a)
+            right.bar(xs, speed, width, color=ARM_STYLE[a], hatch="///" if over else None, edgecolor="black" if over else None,
+                      linewidth=0, label=a)
+            right.errorbar(xs, speed, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+            all_remote = [int(r["remote_blocks"]) for r in rows if r["arm"] == a and r["workload"] in MEMORY]
+            all_blocks = [int(r["blocks"]) for r in rows if r["arm"] == a and r["workload"] in MEMORY]
+            self.number(f"AblationRemote{a.title()}", 100 * sum(all_remote) / sum(all_blocks) if sum(all_blocks) else None,
+                        src, percent=True)
+            if a != "flat":
+                for macro, penalty in ((f"AblationSpeedup{a.title()}", shown), (f"AblationUniform{a.title()}", base)):
+                    ratios = [spr[(t, n, w, "flat", penalty)].median / spr[(t, n, w, a, penalty)].median for w in workloads
+                              if (t, n, w, "flat", penalty) in spr and (t, n, w, a, penalty) in spr]
+                    self.number(macro, statistics.geometric_mean(ratios) if ratios and not over else None, src)
+        for ax in (left, right):
+            ax.set_xticks(range(len(workloads)), workloads, fontsize=7)
+        left.set_ylabel("blocks worked away from home (%)")
+        left.set_ylim(0, 100)
+        left.set_title(f"Where the work ran (counters, no model), penalty {base:g}", fontsize=8)
+        right.axhline(1.0, color="black", linewidth=0.8)
+        right.set_ylim(bottom=0)
+        right.set_ylabel("flat time / arm time")
+        right.set_title(f"PROJECTION under the latency model, remote penalty {shown:g}", fontsize=8)
+        left.legend(fontsize=6, ncol=2)
+        fig.suptitle(f"Ablation: placement and the stealing hierarchy, EMULATED {t}, {n} Ps"
+                     + (" (OVERSUBSCRIBED)" if over else ""), fontsize=9)
+        self.save(fig, "ablation",
+                  f"The ablation of NUMA mode on the memory-bound workloads (scripts/ablation.py), on the EMULATED "
+                  f"topology {tex(t)} at {n} Ps, binding held equal. Arms: flat (Go's scheduler), neither (NUMA mode's "
+                  "per-node queues with Go's stealing, nothing placed), placement (go\_on queues each goroutine on its "
+                  "data's node; Go's stealing), hierarchy (the stealing hierarchy alone), both, and pinned (NUMA mode "
+                  "as shipped: go\_on's goroutines always start on their node). Left: the fraction of blocks worked "
+                  f"on a node other than their data's (median over the repetitions at penalty {base:g}): a count, "
+                  "independent of the latency model. Right: flat time over the arm's time under the EMULATED memory "
+                  f"latency model at a remote/local penalty of {shown:g}, a PROJECTION under the model, not a "
+                  "measurement; error bars from the ends of the two medians' 95\% bootstrap intervals"
+                  + ("; hatched: more Ps than CPUs, not quoted" if over else "") + f". Results: \texttt{{{src}}}.")
+
+        fig, axes = plt.subplots(1, len(workloads), figsize=(2.3 * len(workloads), 3.0), sharey=True)
+        axes = axes if len(workloads) > 1 else [axes]
+        for ax, w in zip(axes, workloads):
+            for a in arms:
+                if a == "flat":
+                    continue
+                pts = [(r_, *self.ratio_interval(spr[(t, n, w, "flat", r_)], spr[(t, n, w, a, r_)])) for r_ in penalties
+                       if (t, n, w, "flat", r_) in spr and (t, n, w, a, r_) in spr]
+                if not pts:
+                    continue
+                xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]], color=ARM_STYLE[a],
+                            marker="o", markersize=3, linewidth=1, capsize=1.5, label=a,
+                            markerfacecolor="none" if over else ARM_STYLE[a])
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.axvline(MEASURED_PENALTY, color="gray", linestyle=":", linewidth=0.8)
+            ax.set_title(w, fontsize=8)
+            ax.set_xlabel("remote/local penalty", fontsize=7)
+            ax.set_ylim(bottom=0)
+        axes[0].set_ylabel("flat time / arm time")
+        axes[-1].legend(fontsize=6)
+        fig.suptitle(f"Speedup over flat against the model's remote penalty: a PROJECTION (EMULATED {t}, {n} Ps)",
+                     fontsize=9)
+        self.save(fig, "penalty",
+                  "Each arm's speedup over the flat arm as the latency model's remote/local penalty grows from 1.0 "
+                  "(uniform memory: the scheduling alone) to 3.0; the dotted line is 1.74, remote over local DRAM "
+                  "latency measured on 2-socket Cascade Lake. EMULATED topology and memory latency: every point is a "
+                  "PROJECTION under the model; error bars from the ends of the two medians' 95\% bootstrap intervals. "
+                  f"Results: \texttt{{{src}}}.")
+
+        # Fork-join on uniform memory: where NUMA mode's speedup over flat comes from.
+        fib = spr.get((t, n, "fib", "flat", 0.0))
+        for a, macro in (("neither", "FibFlatOverNeither"), ("hierarchy", "FibFlatOverHierarchy")):
+            other = spr.get((t, n, "fib", a, 0.0))
+            if fib and other:
+                ratio = fib.median / other.median
+                self.number(macro, ratio if fib.differs(other) else
+                            f"{explib.fmt(ratio)} (the intervals overlap: no difference)", src)
+        for a in ("flat", "neither", "hierarchy"):
+            moved = [int(r["moved_remote"]) for r in rows if r["workload"] == "fib" and r["arm"] == a]
+            self.number(f"FibMoved{a.title()}", int(statistics.median(moved)) if moved else None, src)
+
     # ---- the numbers ----
 
     def sweep_numbers(self) -> None:
@@ -498,7 +647,8 @@ class Plotter:
             lines.append(f"\\newcommand{{\\num{macro}}}{{{value}}}  % {source}")
         (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
         caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]
-        for name in ("scalability", "locality", "memory-speedup", "micro", "preempt", "http", "timeline"):
+        for name in ("scalability", "locality", "memory-speedup", "ablation", "penalty", "micro", "preempt", "http",
+                     "timeline"):
             macro = re.sub(r"[^A-Za-z]", "", name.title())
             text = self.captions.get(name, "Not produced by this run: its experiment did not run.")
             caps.append(f"\\newcommand{{\\caption{macro}}}{{{text}}}")
@@ -519,7 +669,7 @@ def main() -> int:
     failed = []
     # A figure that fails is reported and left out; the others, the numbers and the captions are
     # still written, so that the paper builds (printing n/a for what is missing).
-    for figure in (p.scalability, p.locality, p.memory_speedup, p.micro, p.preempt, p.http, p.timeline,
+    for figure in (p.scalability, p.locality, p.memory_speedup, p.ablation, p.micro, p.preempt, p.http, p.timeline,
                    p.sweep_numbers):
         try:
             figure()

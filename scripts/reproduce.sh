@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The experiment pipeline, one command on a fresh machine: bootstrap, a Release build, the
 # workload sweep (flat mode, NUMA mode and Go; on a one-node machine also on emulated 2-, 4- and
-# 24-node topologies, labelled emulated), the micro-benchmarks, preemption, network, NUMA-policy
+# 24-node topologies, labelled emulated), the ablation that separates placement from the stealing
+# hierarchy at a range of the latency model's remote penalties, the micro-benchmarks, preemption, network, NUMA-policy
 # and tracer comparisons, every figure, the paper's numbers, and the paper itself when TeX is
 # installed (scripts/bootstrap.sh --paper).
 #
@@ -16,7 +17,7 @@
 #                     configure, only the targets built (ctest runs the pipeline this way)
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
-# DIR/machine.json, DIR/sweep.md, DIR/{micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
+# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
 # --procs, --topology, --out or --build-dir) also publishes its figures and numbers to
@@ -138,7 +139,7 @@ finish() {  # the exit status, once tee has written the whole log
 }
 
 steps=(sweep)
-[ -z "$only" ] && steps+=(micro preempt net numa trace)
+[ -z "$only" ] && steps+=(ablation micro preempt net numa trace)
 steps+=(plot paper)
 started=$(date +%s)
 step=0
@@ -157,6 +158,8 @@ quick=()
 begin "workload sweep (scripts/sweep.py)"
 $py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" || failed+=(sweep)
 if [ -z "$only" ]; then
+  begin "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/ablation.py)"
+  $py scripts/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}" || failed+=(ablation)
   begin "micro-benchmarks beside Go and Boost.Fiber (scripts/micro.py)"
   $py scripts/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}" || failed+=(micro)
   begin "sysmon, preemption and system calls beside Go (scripts/preempt.py)"

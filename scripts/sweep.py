@@ -79,13 +79,54 @@ NAMED_TOPOLOGIES = {
 # oversubscribed threads: the decisions are the scheduler's, the timings only indicative).
 STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
                   "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
-                  "wakeups_cross_node", "preemptions", "idle_ns"]
+                  "wakeups_cross_node", "preemptions", "idle_ns", "placed"]
 BINDINGS = ("pu", "node", "none", "auto")
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
            "mode", "bind_asked", "bind", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
-           "latency_model", "block_ns", "blocks", "remote_blocks"] + STATS_COUNTERS + \
-          ["moved_remote_by_distance", "error"]  # "distance:count ..." (space-separated)
+           "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
+           "arm", "placement", "numa_policy", "workers", "started_home", "pages_checked", "pages_on_node"] + \
+          STATS_COUNTERS + \
+          ["moved_remote_by_distance",  # "distance:count ..." (space-separated)
+           "idle_ns_by_node",  # "node:ns ..." (the OS's node numbers)
+           "node_loads", "node_load_misses", "llc_load_misses", "perf_note", "error"]
+# perf stat's generic events: loads served by some node's memory, the misses of those that went
+# to another node, and last-level cache load misses. Where the machine has no PMU they are n/a.
+PERF_EVENTS = {"node-loads": "node_loads", "node-load-misses": "node_load_misses",
+               "LLC-load-misses": "llc_load_misses"}
+
+
+def perf_support() -> tuple[list[str] | None, str]:
+    """(perf stat's command prefix, "") where the hardware counters can be read, else (None,
+    why not): every row says which."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None, "n/a: no perf (apt-get install linux-perf)"
+    pmus = Path("/sys/bus/event_source/devices")
+    if not any((pmus / d).exists() for d in ("cpu", "cpu_core", "cpu_atom")):
+        return None, "n/a: no hardware PMU (no cpu under /sys/bus/event_source/devices: a VM without one)"
+    try:
+        probe = subprocess.run([perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS), "--", "true"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"n/a: perf stat failed ({e})"
+    if probe.returncode != 0:
+        return None, f"n/a: perf stat refused ({explib.tail(probe.stderr, 1)}; kernel.perf_event_paranoid?)"
+    return [perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS)], ""
+
+
+def read_perf(path: Path) -> dict:
+    """perf stat -x, output: the counts of PERF_EVENTS, "n/a" for an event it did not count."""
+    got = dict.fromkeys(PERF_EVENTS.values(), "n/a")
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return got
+    for line in lines:
+        cells = line.split(",")
+        if len(cells) >= 3 and cells[2] in PERF_EVENTS and cells[0].strip().isdigit():
+            got[PERF_EVENTS[cells[2]]] = int(cells[0])
+    return got
 
 
 class Topo:
@@ -329,6 +370,9 @@ def main() -> int:
             print(f"{PROG}: nothing left to run without Go", file=sys.stderr)
             return 1
     (out / "machine.json").write_text(json.dumps(machine_info(build, topologies), indent=2) + "\n")
+    perf = perf_support()
+    if perf[1]:
+        print(f"{PROG}: hardware counters {perf[1]}", file=sys.stderr)
 
     print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations "
           f"(topology, mode, Ps) x {reps} repetitions, {size} sizes; results in {out}", file=sys.stderr)
@@ -339,7 +383,8 @@ def main() -> int:
         writer.writeheader()
         for rep, t, w, m, n, b in runs:
             run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
-            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus)
+            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
+                          perf=perf)
             if row["ok"] != 1:
                 failures += 1
                 print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
@@ -378,12 +423,25 @@ def render(out: Path) -> int:
     return 0
 
 
-def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus) -> dict:
+class Arm:
+    """What a run's runtime and program do: the mode, the placement of the memory-bound
+    workloads' goroutines (--placement: go_on or go) and NUMA mode's policy (NUGO_NUMA)."""
+
+    def __init__(self, name: str, mode: str, placement: str = "go_on", numa: str = ""):
+        self.name, self.mode, self.placement, self.numa = name, mode, placement, numa
+
+
+def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
+            arm: Arm | None = None, penalty: float | None = None, perf: tuple | None = None) -> dict:
+    """One run of workload w, as a results.csv row. arm: placement and NUMA policy (default: the
+    mode's own, go_on); penalty: the latency model's remote/local ratio (default: the distance
+    matrix's); perf: perf_support()'s answer, or None for no hardware counters."""
+    arm = arm or Arm(m, m)
     row = dict.fromkeys(COLUMNS, "")
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
             "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
             "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
-            "bind_asked": b, "bind": "none" if m == "go" else ""}
+            "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name}
     stats_file = logs / f"{run_id}.stats.json"
     if m == "go":
         if go_exe is None:
@@ -392,13 +450,20 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
         cmd = [go_exe, w, "-size", size]
         env = explib.go_environment(build) | {"GOMAXPROCS": str(n)}
     else:
-        cmd = [exe, w, "--size", size]
+        cmd = [exe, w, "--size", size, "--placement", arm.placement]
+        if penalty is not None:
+            cmd += ["--latency-penalty", str(penalty)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
         env |= {"NUGO_PROCS": str(n), "NUGO_MODE": m, "NUGO_STATS": str(stats_file)}
+        if arm.numa:
+            env["NUGO_NUMA"] = arm.numa
         if b != "auto":
             env["NUGO_BIND"] = b
         if t.spec:
             env["NUGO_TOPOLOGY"] = t.spec
+    perf_file = logs / f"{run_id}.perf"
+    if perf and perf[0]:
+        cmd = perf[0] + ["-o", perf_file, "--"] + cmd
     try:
         done = runner.run(cmd, env=env, check=False)
     except explib.Failed as e:
@@ -406,6 +471,10 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
         return row
     (logs / f"{run_id}.out").write_text(done.stdout)
     (logs / f"{run_id}.err").write_text(done.stderr)
+    if perf and perf[0]:
+        row |= read_perf(perf_file)
+    elif perf:
+        row |= dict.fromkeys(PERF_EVENTS.values(), "n/a") | {"perf_note": perf[1]}
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
@@ -416,6 +485,13 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             "latency_model": int(result.get("latency_model", False)),
             "block_ns": result.get("block_ns", ""), "blocks": result.get("blocks", ""),
             "remote_blocks": result.get("remote_blocks", "")}
+    if result["kind"] == "memory" and m != "go":
+        none_blank = lambda v: "" if v is None else v  # noqa: E731
+        row |= {"placement": result["placement"], "workers": result["workers"],
+                "started_home": result["started_home"],
+                "latency_penalty": none_blank(result["latency_penalty"]),
+                "pages_checked": none_blank(result["pages_checked"]),
+                "pages_on_node": none_blank(result["pages_on_node"])}
     if m != "go":
         if result["mode"] != m or result["procs"] != n:
             row["error"] = f"ran {result['mode']} at {result['procs']} Ps, not {m} at {n}"
@@ -424,12 +500,14 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             stats = json.loads(stats_file.read_text())
             totals = stats["totals"]
             row["bind"] = stats["bind"]  # what the runtime resolved, not what was asked
+            row["numa_policy"] = stats["numa_policy"]
             if b != "auto" and stats["bind"] != b:
                 row["error"] = f"asked NUGO_BIND={b}, the runtime bound {stats['bind']}"
                 return row
             row |= {k: totals[k] for k in STATS_COUNTERS}
             row["moved_remote_by_distance"] = " ".join(
                 f"{d}:{c}" for d, c in sorted(totals["moved_remote_by_distance"].items(), key=lambda x: int(x[0])))
+            row["idle_ns_by_node"] = " ".join(f"{nd['node']}:{nd['idle_ns']}" for nd in stats["nodes"])
         except (OSError, json.JSONDecodeError, KeyError) as e:
             row["error"] = f"statistics missing or malformed in {stats_file}: {e}"
             return row

@@ -147,7 +147,9 @@ TEST_CASE("stats JSON: NUGO_STATS writes the contract's keys, and a bad path is 
                           "\"runs_home\"", "\"runs_away\"", "\"steals_same_node\"",
                           "\"steals_remote\"", "\"moved_same_node\"", "\"moved_remote\"",
                           "\"globrunq_own\"", "\"globrunq_remote\"", "\"wakeups_cross_node\"",
-                          "\"preemptions\"", "\"idle_ns\"", "\"moved_remote_by_distance\": {",
+                          "\"preemptions\"", "\"placed\": 0", "\"idle_ns\"", "\"moved_remote_by_distance\": {",
+                          "\"numa_policy\": \"remote_delay=0,remote_take=half,ready=waker,adopt=0,steal=nearest,"
+                          "go_on=pinned\"",
                           "\"nodes\": [", "\"node\": 0, \"ps\": [0]", "\"ps\": [", "\"p\": 1, \"node\": 1"})
     CHECK(j.find(key) != std::string::npos);
   ChildResult r = run_child_process("NUGO_STATS=/nonexistent-dir/stats.json", NUGO_TEST_CHILD " run");
@@ -325,6 +327,85 @@ TEST_CASE("remote_delay: a short burst on one node is not robbed by the other", 
   // Without the delay the same burst is shared (the test above shows robbing happens).
 }
 
+TEST_CASE("steal=flat: a thief of another node takes a runnext, as Go's thieves do", "[numa]") {
+  // A goroutine of node 0 makes one child (its P's runnext) and spins without yielding. Under
+  // the hierarchy no remote thief takes a runnext, so the child waits for its parent's P; with
+  // steal=flat node 1's thief takes it, as any P takes any runnext in Go. (Generous: the
+  // parent spins up to 2 s for the child under flat stealing, 50 ms under the hierarchy.)
+  for (auto steal : {nugo::NumaPolicy::Steal::nearest, nugo::NumaPolicy::Steal::flat}) {
+    const bool flat = steal == nugo::NumaPolicy::Steal::flat;
+    CAPTURE(flat);
+    nugo::Config cfg;
+    cfg.topology = kTwoNodes;
+    cfg.procs = 2;
+    cfg.mode = Mode::numa;
+    cfg.numa.steal = steal;
+    cfg.async_preempt = false;
+    cfg.timeslice = std::chrono::seconds(10);
+    std::atomic<int> child_node{-1};
+    nugo::run([&] {
+      nugo::WaitGroup wg;
+      wg.add(2);
+      nugo::go_on(0, [&] {
+        nugo::go([&] {
+          child_node = nugo::this_g::node();
+          wg.done();
+        });
+        auto until = std::chrono::steady_clock::now() + (flat ? std::chrono::seconds(2) : std::chrono::milliseconds(50));
+        while (child_node.load() < 0 && std::chrono::steady_clock::now() < until) {
+        }
+        wg.done();
+      });
+      wg.wait();
+    }, cfg);
+    CHECK(child_node.load() == (flat ? 1 : 0));
+    CHECK(nugo::stats().numa_policy.find(flat ? "steal=flat" : "steal=nearest") != std::string::npos);
+  }
+}
+
+TEST_CASE("go_on=queued: placed on its node's global queue, where an idle node may take it", "[numa]") {
+  // Every goroutine is placed on node 0 while node 1 is idle: pinned, none runs on node 1 (the
+  // go_on test above); queued, node 1 robs node 0's global queue as it would any. Both count
+  // every go_on as placed.
+  for (auto go_on : {nugo::NumaPolicy::GoOn::pinned, nugo::NumaPolicy::GoOn::queued}) {
+    const bool queued = go_on == nugo::NumaPolicy::GoOn::queued;
+    CAPTURE(queued);
+    nugo::Config cfg;
+    cfg.topology = kTwoNodes;
+    cfg.procs = 2;
+    cfg.mode = Mode::numa;
+    cfg.numa.go_on = go_on;
+    constexpr int kG = 100;
+    std::atomic<int> on_1{0};
+    nugo::run([&] {
+      nugo::WaitGroup wg;
+      wg.add(kG);
+      for (int i = 0; i < kG; ++i)
+        nugo::go_on(0, [&] {
+          if (nugo::this_g::node() == 1) on_1.fetch_add(1);
+          spin_for(std::chrono::microseconds(200));
+          wg.done();
+        });
+      wg.wait();
+    }, cfg);
+    nugo::Stats s = nugo::stats();
+    check_adds_up(s);
+    CHECK(s.totals.placed == static_cast<std::uint64_t>(kG));
+    if (queued)
+      CHECK(on_1.load() > 0);
+    else
+      CHECK(on_1.load() == 0);
+  }
+  // Flat mode places nothing.
+  nugo::Config cfg;
+  cfg.topology = kTwoNodes;
+  cfg.procs = 2;
+  cfg.mode = Mode::flat;
+  nugo::run([] { nugo::go_on(1, [] {}); }, cfg);
+  CHECK(nugo::stats().totals.placed == 0);
+  CHECK(nugo::stats().numa_policy.empty());
+}
+
 namespace {
 
 struct Visit { int domain; int victim; };  // victim -1: the domain's global queue
@@ -421,14 +502,15 @@ TEST_CASE("steal order on the real thieves: own node first, then nearer nodes, t
 
 TEST_CASE("bad NUGO_NUMA and NUGO_STATS settings are named", "[numa]") {
   for (const char* bad : {"remote_take=third", "ready=anywhere", "adopt=2", "remote_delay=1s",
-                          "remote_delay=fast", "colour=blue"}) {
+                          "remote_delay=fast", "colour=blue", "steal=random", "go_on=anywhere"}) {
     ChildResult r = run_child_process(std::string("NUGO_NUMA=") + bad, NUGO_TEST_CHILD " run");
     CAPTURE(bad, r.output);
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(std::string("NUGO_NUMA=\"") + bad + "\"") != std::string::npos);
   }
-  ChildResult r = run_child_process("NUGO_NUMA=remote_delay=50us,remote_take=quarter,ready=home,adopt=1",
-                                    NUGO_TEST_CHILD " run");
+  ChildResult r = run_child_process(
+      "NUGO_NUMA=remote_delay=50us,remote_take=quarter,ready=home,adopt=1,steal=flat,go_on=queued",
+      NUGO_TEST_CHILD " run");
   CHECK(r.exit_code == 0);
   r = run_child_process("NUGO_STATS=", NUGO_TEST_CHILD " run");
   CHECK(r.exit_code == 2);
@@ -439,4 +521,10 @@ TEST_CASE("bad NUGO_NUMA and NUGO_STATS settings are named", "[numa]") {
   cfg = {};
   cfg.numa.remote_take = static_cast<nugo::NumaPolicy::Take>(5);
   CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
+  cfg = {};
+  cfg.numa.steal = static_cast<nugo::NumaPolicy::Steal>(5);
+  CHECK_THROWS_WITH(cfg.validate(), Catch::Contains("Config::numa.steal=5"));
+  cfg = {};
+  cfg.numa.go_on = static_cast<nugo::NumaPolicy::GoOn>(5);
+  CHECK_THROWS_WITH(cfg.validate(), Catch::Contains("Config::numa.go_on=5"));
 }

@@ -50,10 +50,21 @@ int cpu_nodes(const Topology& t) {
 }
 
 // Checks what every plan must satisfy and returns it.
-Plan checked_plan(const Topology& t, int procs, Mode mode) {
-  Plan plan = nugo::numa::make_plan(t, procs, mode);
+Plan checked_plan(const Topology& t, int procs, Mode mode,
+                  nugo::NumaPolicy::Steal steal = nugo::NumaPolicy::Steal::nearest) {
+  Plan plan = nugo::numa::make_plan(t, procs, mode, steal);
   REQUIRE(plan.mode != Mode::automatic);
   REQUIRE(plan.remote.size() == plan.domains.size());
+  REQUIRE(plan.victims.size() == plan.domains.size());
+  // A thief's first rounds: its own domain's Ps, or with steal=flat in NUMA mode every P.
+  for (std::size_t i = 0; i < plan.domains.size(); ++i) {
+    std::vector<int> want = plan.domains[i].ps;
+    if (steal == nugo::NumaPolicy::Steal::flat && plan.mode == Mode::numa) {
+      want.resize(static_cast<std::size_t>(procs));
+      for (int p = 0; p < procs; ++p) want[static_cast<std::size_t>(p)] = p;
+    }
+    REQUIRE(plan.victims[i] == want);
+  }
   std::vector<int> all;
   for (std::size_t i = 0; i < plan.domains.size(); ++i) {
     const auto& d = plan.domains[i];
@@ -98,6 +109,9 @@ TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
       CHECK(flat.domains.size() == 1);
       Plan numa = checked_plan(t, procs, Mode::numa);
       CHECK(static_cast<int>(numa.domains.size()) == std::min(procs, cpu_nodes(t)));
+      Plan numa_flat_steal = checked_plan(t, procs, Mode::numa, nugo::NumaPolicy::Steal::flat);
+      CHECK(numa_flat_steal.remote == numa.remote);  // the same domains; only the victims differ
+      checked_plan(t, procs, Mode::flat, nugo::NumaPolicy::Steal::flat);  // flat mode: no effect
       // Ps are balanced over the nodes: sizes differ by at most one.
       std::size_t lo = procs, hi = 0;
       for (const auto& d : numa.domains) {

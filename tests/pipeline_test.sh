@@ -7,6 +7,10 @@
 #                                          results makes every figure and the paper's macros
 #   tests/pipeline_test.sh reproduce BUILD WORK
 #                                          scripts/reproduce.sh --quick --only fib, end to end
+#   tests/pipeline_test.sh ablation BUILD WORK
+#                                          scripts/ablation.py --quick: every arm places, or does
+#                                          not, as it says (the runtime's and the workload's
+#                                          counters), with the binding held equal
 #   tests/pipeline_test.sh bad-input BUILD bad arguments exit with status 2 before anything runs
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,7 +50,7 @@ case "${1:-}" in
     work=$2/plot-sample
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
     $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
-    for f in scalability locality memory-speedup micro preempt http timeline; do
+    for f in scalability locality memory-speedup ablation penalty micro preempt http timeline; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
@@ -55,7 +59,8 @@ case "${1:-}" in
     # not, because every 4-node run had more Ps than the sample machine's 2 CPUs, and it says so.
     for m in SweepRuns MachineCpus GitRevision MicroCreateVsGo MicroChanSyncVsGo PreemptNugoPNinetyNine \
              HttpVsGoRaw ComputeFlatOverNuma MemorySpeedupTwo StealsRemoteFlatTwoNode RunsHomeNumaTwoNode \
-             StealsRemoteNumaTwentyFourNode LatencyRemoteFactorTwoNode LatencyRemoteBlocksFlat; do
+             StealsRemoteNumaTwentyFourNode LatencyRemoteFactorTwoNode LatencyRemoteBlocksFlat \
+             AblationSpeedupPinned AblationUniformBoth AblationRemoteFlat AblationRemotePinned FibMovedFlat; do
       line=$(grep -F "{\\num$m}" "$work/generated/numbers.tex") || fail "\\num$m is not written"
       case "$line" in *"{n/a}"*) fail "\\num$m is n/a" ;; esac
     done
@@ -65,6 +70,8 @@ case "${1:-}" in
       fail "the 4-node basis does not say why it is n/a"
     grep -q '\\newcommand{\\hasTimeline}{1}' "$work/generated/captions.tex" || fail "captions.tex lacks the timeline"
     grep -q 'EMULATED' "$work/generated/captions.tex" || fail "no caption labels the emulated results"
+    grep -q 'PROJECTION under the model' "$work/generated/captions.tex" ||
+      fail "the ablation's captions do not call the modelled speedups a projection"
     grep -q 'hollow markers: more Ps than CPUs' "$work/generated/captions.tex" ||
       fail "the scalability caption does not say how oversubscribed points are marked"
     # Every macro the paper uses is one plot.py writes.
@@ -114,6 +121,45 @@ PY
       fail "a --quick run changed paper/"
     echo "reproduce.sh --quick --only fib: end to end"
     ;;
+  ablation)
+    build=$2 work=$3/ablation-quick
+    rm -rf "$work"
+    $py "$root/scripts/ablation.py" --build-dir "$build" --out "$work" --quick --only triad,triad_skew,spmv,fib \
+      >"$work.log" 2>&1 || { tail -20 "$work.log" >&2; fail "ablation.py --quick failed"; }
+    [ -f "$work/ablation.md" ] && [ -f "$work/ablation.json" ] || fail "ablation.md or ablation.json missing"
+    grep -q "PROJECTION under the latency model" "$work/ablation.md" || fail "ablation.md does not call its speedups a projection"
+    # From the recorded rows: the runtime placed every worker of an arm that places (go_on in
+    # NUMA mode) and none of the others; the pinned arm started every worker at home; every
+    # arm ran with the same binding, the NUMA policy it names and the model's penalty.
+    $py - "$work/results.csv" <<'PY' || fail "an ablation arm does not do what it says"
+import csv, sys
+places = {"flat": False, "neither": False, "placement": True, "hierarchy": False, "both": True, "pinned": True}
+policy = {"neither": "steal=flat", "placement": "steal=flat", "hierarchy": "steal=nearest", "both": "steal=nearest",
+          "pinned": "steal=nearest"}
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all(r["ok"] == "1" for r in rows), [r["error"] for r in rows if r["ok"] != "1"]
+assert {r["bind"] for r in rows} == {"pu"}, {r["bind"] for r in rows}
+seen = set()
+for r in rows:
+    a = r["arm"]
+    seen.add(a)
+    if a != "flat":
+        assert policy[a] in r["numa_policy"], (a, r["numa_policy"])
+        assert ("go_on=queued" in r["numa_policy"]) == (a in ("placement", "both")), (a, r["numa_policy"])
+    else:
+        assert r["mode"] == "flat" and r["numa_policy"] == "", r
+    if r["kind"] != "memory":
+        assert int(r["placed"]) == 0, r  # fib places nothing
+        continue
+    workers, placed, home = int(r["workers"]), int(r["placed"]), int(r["started_home"])
+    assert workers > 0 and float(r["latency_penalty"]) in (1.0, 2.0), r
+    assert placed == (workers if places[a] else 0), (a, r["workload"], placed, workers)
+    if a == "pinned":
+        assert home == workers, (a, r["workload"], home, workers)
+assert seen == set(places), seen
+PY
+    echo "ablation.py --quick: every arm places or not as it says, with the same binding"
+    ;;
   bad-input)
     build=$2
     expect_status 2 bash "$root/scripts/reproduce.sh" --quick --only bogus --build-dir "$build" --out /tmp/never
@@ -125,8 +171,15 @@ PY
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --bind socket --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
+    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --arms flat,sideways --dry-run
+    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --penalties 0.5 --dry-run
+    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --topology machine --dry-run
+    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --only sieve --dry-run
+    expect_status 2 "$build/experiments/nugo-workload" triad --placement somewhere
+    expect_status 2 "$build/experiments/nugo-workload" triad --latency-penalty 0.9
+    expect_status 2 "$build/experiments/nugo-workload" fib --latency-penalty 2  # no model: no penalty
     [ -e /tmp/never ] && fail "a refused run created its results directory"
     echo "bad input: status 2, nothing run"
     ;;
-  *) echo "usage: tests/pipeline_test.sh latency|plot|reproduce|bad-input ..." >&2; exit 2 ;;
+  *) echo "usage: tests/pipeline_test.sh latency|plot|reproduce|ablation|bad-input ..." >&2; exit 2 ;;
 esac

@@ -164,10 +164,15 @@ void parse_numa(const char* v, Config& cfg) {
       n.ready = value == "home" ? NumaPolicy::Ready::home : NumaPolicy::Ready::waker;
     else if (key == "adopt" && (value == "0" || value == "1"))
       n.adopt = value == "1";
+    else if (key == "steal" && (value == "nearest" || value == "flat"))
+      n.steal = value == "flat" ? NumaPolicy::Steal::flat : NumaPolicy::Steal::nearest;
+    else if (key == "go_on" && (value == "pinned" || value == "queued"))
+      n.go_on = value == "queued" ? NumaPolicy::GoOn::queued : NumaPolicy::GoOn::pinned;
     else
       bad("NUGO_NUMA", v,
           "unknown setting '" + item + "' (known: remote_delay=DURATION up to 100ms, "
-          "remote_take=1|quarter|half, ready=waker|home, adopt=0|1)");
+          "remote_take=1|quarter|half, ready=waker|home, adopt=0|1, steal=nearest|flat, "
+          "go_on=pinned|queued)");
   });
 }
 
@@ -310,6 +315,12 @@ void Config::validate() const {
   if (numa.ready != NumaPolicy::Ready::waker && numa.ready != NumaPolicy::Ready::home)
     throw ConfigError("Config::numa.ready=" + std::to_string(static_cast<int>(numa.ready)) +
                       ": expected Ready::waker or Ready::home");
+  if (numa.steal != NumaPolicy::Steal::nearest && numa.steal != NumaPolicy::Steal::flat)
+    throw ConfigError("Config::numa.steal=" + std::to_string(static_cast<int>(numa.steal)) +
+                      ": expected Steal::nearest or Steal::flat");
+  if (numa.go_on != NumaPolicy::GoOn::pinned && numa.go_on != NumaPolicy::GoOn::queued)
+    throw ConfigError("Config::numa.go_on=" + std::to_string(static_cast<int>(numa.go_on)) +
+                      ": expected GoOn::pinned or GoOn::queued");
   if (trace_max < kMinTraceMax)
     throw ConfigError("Config::trace_max=" + std::to_string(trace_max) + ": expected at least 64k");
   if (!usable_preempt_signal(preempt_signal))

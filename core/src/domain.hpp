@@ -80,8 +80,13 @@ struct Domain {
   // Read by every go() and goready() (wakep); kept off the line that yields write.
   alignas(64) std::atomic<std::int32_t> npidle{0};
   std::atomic<std::int32_t> nmspinning{0};
-  alignas(64) std::vector<P*> ps;  // this domain's Ps, the victims of its thieves (read-only)
+  alignas(64) std::vector<P*> ps;  // this domain's Ps (read-only)
+  // The Ps its thieves try in steal_work's four rounds (numa::Plan::victims): its own Ps, or
+  // with NUGO_NUMA steal=flat every P. Read-only; steal_order walks them, ps_order walks ps
+  // (for a thief of another domain, steal_remote).
+  std::vector<P*> victims;
   StealOrder steal_order;
+  StealOrder ps_order;
   // The other domains by distance, nearest group first (numa::Plan::remote): where this
   // domain's thieves look once their own domain has nothing. Empty in flat mode. Read-only.
   std::vector<std::vector<Domain*>> remote;

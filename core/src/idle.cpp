@@ -328,7 +328,7 @@ void resetspinning(M* m) {
 // half of the protocol) and takes an idle P back if it sees work.
 P* check_runqs_no_p(Domain* d) {
   bool work = domain_queues_nonempty(d, sc);
-  for (P* p : d->ps) work = work || !runqempty(p);
+  for (P* p : d->victims) work = work || !runqempty(p);  // what steal_work's rounds take
   // And what its thieves would take from the other domains (steal_remote, the same rules):
   // their global queues and rings, not a runnext nor a pinned queue, and nothing of a domain
   // whose own spinner is on its way. Counting more would have a spinner retake its P and spin
@@ -441,7 +441,8 @@ void wakep(Domain* d) {
     // nothing). Only for work a remote thief may take, a global queue or a ring: a G alone in
     // a runnext (the common go() and goready()) is the running P's next, and waking a remote
     // M for it would cost a futex wake per go() for nothing. Flat mode has no remote domains.
-    if (!d->remote.empty() && remote_stealable(d)) wakep_nearest_idle(d);
+    // (With steal=flat a remote thief takes a runnext too, as in Go: wake it for any work.)
+    if (!d->remote.empty() && (sched->steal_flat || remote_stealable(d))) wakep_nearest_idle(d);
     return;
   }
   wake_spinner(d, false);
@@ -457,6 +458,11 @@ void wakep_nearest_idle(Domain* d) {
 
 void wakep_home(Domain* d, int from_node) {
   if (d->npidle.load(sc) > 0) wake_spinner(d, from_node != d->node);
+}
+
+void wakep_from(Domain* d, int from_node) {
+  if (d->npidle.load(sc) > 0) return wake_spinner(d, from_node != d->node);
+  wakep(d);
 }
 
 // pp (idle, owned by nobody) was given up by an M that cannot use it now: a locked M, an M

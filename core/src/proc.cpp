@@ -680,6 +680,18 @@ void pinnedput_wake(Domain* d, G* gp, int node) {
   wakep_home(d, node);
 }
 
+// Queues gp, which go_on placed on d's node, as NumaPolicy::go_on says: on d's pinned queue, or
+// on its global queue (go_on=queued), where a thief of another node may take it; and wakes a P
+// of d for it (a wake from node `node`, another node's, counts as wakeups_cross_node either
+// way), or with go_on=queued and no idle P in d, the nearest idle node's (wakep).
+void placedput_wake(Domain* d, G* gp, int node) {
+  if (!sched->go_on_queued) return pinnedput_wake(d, gp, node);
+  d->lock.lock();
+  globrunqput(d, gp, node);
+  d->lock.unlock();
+  wakep_from(d, node);
+}
+
 // Makes gp runnable. node: its home (a node index) for go_on, or -1 for the creator's node.
 void newproc1(G* gp, int node) {
   M* m = getm();
@@ -693,7 +705,10 @@ void newproc1(G* gp, int node) {
     gp->home = static_cast<std::int16_t>(node >= 0 ? node : pp->node);
     traceev(Ev::go_create, pp->id, gp->goid, m->curg ? static_cast<std::uint64_t>(m->curg->goid) : 0,
             static_cast<std::uint32_t>(gp->home));
-    if (placed) return pinnedput_wake(home_domain(gp), gp, pp->node);
+    if (placed) {
+      bump(pp->stats.placed);
+      return placedput_wake(home_domain(gp), gp, pp->node);
+    }
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it
     wakep(pp->domain);
     return;
@@ -706,7 +721,7 @@ void newproc1(G* gp, int node) {
   traceev(Ev::go_create, -1, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
   if (placed) d = home_domain(gp);
   d->created_foreign.fetch_add(1, rlx);
-  if (placed) return pinnedput_wake(d, gp, here);
+  if (placed) return placedput_wake(d, gp, here);
   globrunqput_wake(d, gp, here);
 }
 

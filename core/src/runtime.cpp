@@ -86,7 +86,7 @@ Sched::Sched(const Config& c, topo::Topology t)
   }
   // The domains and their Ps, as NUMA policy plans them (numa/src/plan.hpp): flat mode is
   // one domain with every P, NUMA mode one per node that got a P.
-  numa::Plan plan = numa::make_plan(topology, gomaxprocs, cfg.mode);
+  numa::Plan plan = numa::make_plan(topology, gomaxprocs, cfg.mode, cfg.numa.steal);
   mode = plan.mode;
   for (const numa::DomainPlan& dp : plan.domains) {
     auto d = std::make_unique<Domain>();
@@ -104,7 +104,9 @@ Sched::Sched(const Config& c, topo::Topology t)
     // flat mode every CPU that runs a P does. Folded emulated CPUs go to the first domain
     // that claims them.
     claim_cpus(topology, dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus, d->id, &domain_of_cpu);
-    d->steal_order.reset(static_cast<std::uint32_t>(d->ps.size()));
+    for (int p : plan.victims[domains.size()]) d->victims.push_back(allp[p].get());
+    d->steal_order.reset(static_cast<std::uint32_t>(d->victims.size()));
+    d->ps_order.reset(static_cast<std::uint32_t>(d->ps.size()));
     // Stacks of a real node's domain are bound there; an emulated node has no memory.
     std::optional<int> mem = dp.node >= 0 ? topology.memory_node(dp.node) : std::nullopt;
     d->stacks = std::make_unique<StackPool>(cfg.stack_size, d->id, mem.value_or(-1),
@@ -170,6 +172,18 @@ Sched::Sched(const Config& c, topo::Topology t)
     adopt = cfg.numa.adopt;
     remote_delay_ns = cfg.numa.remote_delay.count();
     remote_take = cfg.numa.remote_take;
+    steal_flat = cfg.numa.steal == NumaPolicy::Steal::flat;
+    go_on_queued = cfg.numa.go_on == NumaPolicy::GoOn::queued;
+    const NumaPolicy& n = cfg.numa;
+    const auto delay = n.remote_delay.count();
+    numa_policy = "remote_delay=" + (delay == 0 ? std::string("0")
+                                     : delay % 1000 == 0 ? std::to_string(delay / 1000) + "us"
+                                                         : std::to_string(delay) + "ns") +
+                  ",remote_take=" + (n.remote_take == NumaPolicy::Take::one ? "1"
+                                     : n.remote_take == NumaPolicy::Take::quarter ? "quarter" : "half") +
+                  ",ready=" + (n.ready == NumaPolicy::Ready::home ? "home" : "waker") +
+                  ",adopt=" + (n.adopt ? "1" : "0") + ",steal=" + (steal_flat ? "flat" : "nearest") +
+                  ",go_on=" + (go_on_queued ? "queued" : "pinned");
   }
   for (std::size_t i = 0; i < domains.size(); ++i)
     for (const std::vector<int>& tier : plan.remote[i]) {

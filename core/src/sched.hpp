@@ -56,6 +56,9 @@ struct Sched {
   bool adopt = false;
   std::int64_t remote_delay_ns = 0;
   NumaPolicy::Take remote_take = NumaPolicy::Take::half;
+  bool steal_flat = false;    // NumaPolicy::steal == flat: Domain::victims is every P
+  bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
+  std::string numa_policy;     // all of it, as NUGO_NUMA spells it (Stats::numa_policy)
   std::FILE* stats_file = nullptr;  // Config::stats_path, opened at start
 
   Lock mlock;  // allm, freem
@@ -156,6 +159,10 @@ void wakep_nearest_idle(Domain* d);
 // pinned queue). from_node: the node index of the submitter (a wake from another node counts
 // as wakeups_cross_node).
 void wakep_home(Domain* d, int from_node);
+// wakep for work queued on d's global queue by a submitter of another node (go_on=queued):
+// a spinner in d if d has an idle P (counted as a cross-node wake-up when from_node is not d's),
+// else as wakep.
+void wakep_from(Domain* d, int from_node);
 void startm(P* pp, bool spinning);
 // cross_node: woken for work queued in another domain (counted as wakeups_cross_node).
 void startm(Domain* d, bool spinning, bool cross_node = false);

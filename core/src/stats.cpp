@@ -31,6 +31,7 @@ Stats snapshot(const Sched& s) {
   out.valid = true;
   out.mode = s.mode;
   out.bind = s.bind;
+  out.numa_policy = s.numa_policy;
   out.procs = s.gomaxprocs;
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;
@@ -143,6 +144,7 @@ std::string to_json(const Stats& s) {
   j += s.mode == Mode::numa ? "\"numa\"" : "\"flat\"";
   j += ", \"bind\": ";
   j += s.bind == Bind::node ? "\"node\"" : s.bind == Bind::pu ? "\"pu\"" : "\"none\"";
+  j += ", \"numa_policy\": " + detail::json_string(s.numa_policy);
   j += ", \"procs\": " + std::to_string(s.procs);
   j += ", \"topology\": {\"source\": " + detail::json_string(s.topology_source);
   j += ", \"emulated\": ";

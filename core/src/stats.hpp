@@ -18,7 +18,7 @@ struct PCounters {
   // execute writes anyway (schedtick). runs_home is not kept: it is runs - runs_away.
   Counter runs{0}, runs_away{0}, created{0}, steals_same_node{0},
       steals_remote{0}, moved_same_node{0}, moved_remote{0}, globrunq_own{0},
-      globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0};
+      globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0}, placed{0};
   std::atomic<std::int64_t> idle_ns{0};
   std::atomic<std::int64_t> idle_since{0};  // on the idle list since (0: not idle)
   // moved_remote by distance class (Sched::distance_class), sized at runtime start.
@@ -44,6 +44,7 @@ inline constexpr CounterKey kCounterKeys[] = {
     {"globrunq_remote", &Counters::globrunq_remote, &PCounters::globrunq_remote},
     {"wakeups_cross_node", &Counters::wakeups_cross_node, &PCounters::wakeups_cross_node},
     {"preemptions", &Counters::preemptions, &PCounters::preemptions},
+    {"placed", &Counters::placed, &PCounters::placed},
 };
 
 inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {

@@ -87,7 +87,7 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
         r->lock.unlock();
         if (gp) return gp;
       }
-      for (auto e = r->steal_order.start(m->rand()); !e.done(); e.next()) {
+      for (auto e = r->ps_order.start(m->rand()); !e.done(); e.next()) {
         P* victim = r->ps[e.position()];
         probe(pp, r, victim);
         if (nexttimer(victim) != 0) {
@@ -105,8 +105,8 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
 
 }  // namespace
 
-// Steals half of some other P's queue: 4 rounds over all Ps of the domain in random order;
-// the last round may also take a victim's runnext.
+// Steals half of some other P's queue: 4 rounds over the domain's victims (its own Ps; every P
+// with steal=flat) in random order; the last round may also take a victim's runnext.
 // The last round also runs the victims' due timers, idle victims included: that is how the
 // timers of an idle P fire. A timer that readies a goroutine readies it onto our P.
 G* steal_work(M* m, P* pp, std::int64_t now) {
@@ -116,16 +116,19 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
     bool last = round == kStealTries - 1;
     for (auto e = d->steal_order.start(m->rand()); !e.done(); e.next()) {
       if (sched->stopping.load(rlx)) return nullptr;
-      P* victim = d->ps[e.position()];
+      P* victim = d->victims[e.position()];
       if (victim == pp) continue;
-      probe(pp, d, victim);
+      probe(pp, victim->domain, victim);
       if (last && nexttimer(victim) != 0) {
         if (now == 0) now = nanotime();
         if (checktimers(victim, now) > 0)
           if (G* gp = runqget(pp).gp) return gp;
       }
       if (victim->status.load(rlx) == PStatus::idle) continue;
-      if (G* gp = steal_from(pp, victim, last, NumaPolicy::Take::half, -1)) return gp;
+      // Another node's P is a victim here only with steal=flat: Go's take (half, a runnext in
+      // the last round), and adopt as for any steal across nodes.
+      int adopt_node = sched->adopt && victim->domain != d ? pp->node : -1;
+      if (G* gp = steal_from(pp, victim, last, NumaPolicy::Take::half, adopt_node)) return gp;
     }
   }
   return steal_remote(m, pp, now);

@@ -134,15 +134,22 @@ const std::vector<Workload>& all() {
        }},
       {"triad", "memory",
        [](Size s) {
-         const std::size_t total = std::array<std::size_t, 4>{20'000, 2'000'000, 16'000'000, 64'000'000}[s];
+         const std::size_t total = std::array<std::size_t, 4>{20'000, 4'000'000, 16'000'000, 64'000'000}[s];
          const int passes = std::array{2, 5, 10, 20}[s];
          auto r = workloads::triad(workloads::shares(total, 1), passes);
          return from_kernel(r, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values");
        }},
+      {"triad_skew", "memory",
+       [](Size s) {  // triad's data, three times as much of it on the first node
+         const std::size_t total = std::array<std::size_t, 4>{20'000, 4'000'000, 16'000'000, 64'000'000}[s];
+         const int passes = std::array{2, 5, 10, 20}[s];
+         auto r = workloads::triad(workloads::shares(total, 4, 3), passes);
+         return from_kernel(r, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values");
+       }},
       {"stencil", "memory",
        [](Size s) {
-         const std::size_t n = std::array<std::size_t, 4>{64, 256, 2048, 4096}[s];
-         const int sweeps = std::array{10, 20, 20, 40}[s];
+         const std::size_t n = std::array<std::size_t, 4>{64, 1024, 2048, 4096}[s];
+         const int sweeps = std::array{10, 30, 20, 40}[s];
          auto r = workloads::stencil(n, sweeps, 2);
          return from_kernel(r, "cells", (r.ok ? "equal to a serial run, symmetric, bounded, sum "
                                               : "WRONG grid, sum ") + std::to_string(r.checksum));
@@ -153,6 +160,14 @@ const std::vector<Workload>& all() {
          const int passes = std::array{2, 3, 5, 5}[s];
          auto r = workloads::histogram(total, passes, 1);
          return from_kernel(r, "bytes", r.ok ? "every bucket exact" : "WRONG counts");
+       }},
+      {"spmv", "memory",
+       [](Size s) {
+         const std::size_t rows = std::array<std::size_t, 4>{2'000, 200'000, 400'000, 2'000'000}[s];
+         const int passes = std::array{2, 5, 10, 20}[s];
+         auto r = workloads::spmv(rows, passes, 4);
+         return from_kernel(r, "non-zeros", (r.ok ? "every y[r] equal to a serial product's, sum "
+                                                  : "WRONG products, sum ") + std::to_string(r.checksum));
        }},
       {"sieve", "communication",
        [](Size s) {
@@ -195,7 +210,8 @@ const std::vector<Workload>& all() {
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "nugo-workload: %s\nusage: nugo-workload WORKLOAD [--size tiny|small|default|large] "
-               "[--latency-model on|off|auto]\nworkloads:",
+               "[--latency-model on|off|auto] [--latency-penalty RATIO] [--placement go_on|go]\n"
+               "workloads:",
                problem.c_str());
   for (const Workload& w : all()) std::fprintf(stderr, " %s", w.name);
   std::fprintf(stderr, "\n");
@@ -221,6 +237,8 @@ int main(int argc, char** argv) {
   if (!workload) usage(std::string("unknown workload '") + argv[1] + "'");
   Size size = standard;
   std::string latency = "auto";
+  double penalty = 0;  // 0: the distance matrix's own ratio
+  auto placement = workloads::Placement::go_on;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
       bool known = false;
@@ -235,6 +253,16 @@ int main(int argc, char** argv) {
       latency = argv[++i];
       if (latency != "on" && latency != "off" && latency != "auto")
         usage("unknown --latency-model '" + latency + "' (on, off or auto)");
+    } else if (std::strcmp(argv[i], "--latency-penalty") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      penalty = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(penalty >= 1.0 && penalty <= 10.0))
+        usage(std::string("--latency-penalty '") + argv[i] + "': a remote/local cost ratio from 1.0 to 10");
+    } else if (std::strcmp(argv[i], "--placement") == 0 && i + 1 < argc) {
+      const std::string p = argv[++i];
+      if (p == "go_on") placement = workloads::Placement::go_on;
+      else if (p == "go") placement = workloads::Placement::go;
+      else usage("unknown --placement '" + p + "' (go_on or go)");
     } else {
       usage(std::string("unknown argument '") + argv[i] + "'");
     }
@@ -256,8 +284,13 @@ int main(int argc, char** argv) {
     if (latency == "on" && nodes_with_cpus < 2)
       usage("--latency-model on needs a topology with more than one node with CPUs: " + t.source + " has " +
             std::to_string(nodes_with_cpus));
-    if (t.emulated && nodes_with_cpus > 1) workloads::latency_model().turn_on(t);
+    if (t.emulated && nodes_with_cpus > 1) workloads::latency_model().turn_on(t, penalty);
+    workloads::page_check().on = !t.emulated;
   }
+  if (penalty > 0 && !workloads::latency_model().on())
+    usage("--latency-penalty needs the latency model, which is on for a memory-bound workload on an emulated "
+          "topology with more than one node with CPUs");
+  workloads::placement().how = placement;
   Outcome outcome;
   nugo::Stats st;
   std::string failure;
@@ -273,18 +306,37 @@ int main(int argc, char** argv) {
       cfg);
   if (!failure.empty()) outcome.result = "failed: " + failure;
   const workloads::LatencyModel& model = workloads::latency_model();
+  const workloads::PlacementCounts& placed = workloads::placement();
+  const workloads::PageCheck& pages = workloads::page_check();
+  const bool memory = std::strcmp(workload->kind, "memory") == 0;
+  std::string extra;  // the memory-bound workloads' placement, model and pages
+  if (memory) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "\"placement\": \"%s\", \"workers\": %llu, \"started_home\": %llu, \"latency_penalty\": %s, ",
+                  workloads::name(placed.how), static_cast<unsigned long long>(placed.workers.load()),
+                  static_cast<unsigned long long>(placed.started_home.load()),
+                  model.on() ? std::to_string(model.penalty()).c_str() : "null");
+    extra = buf;
+    // The pages' nodes: on a real topology only (nothing is bound on an emulated one).
+    if (pages.on)
+      extra += "\"pages_checked\": " + std::to_string(pages.pages.load()) + ", \"pages_on_node\": " +
+               std::to_string(pages.on_node.load()) + ", ";
+    else
+      extra += "\"pages_checked\": null, \"pages_on_node\": null, ";
+  }
   std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, "
               "\"mode\": \"%s\", \"topology\": \"%s\", \"emulated\": %s, \"ok\": %s, "
               "\"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", \"throughput\": %.6g, "
               "\"latency_model\": %s, \"block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
-              "\"result\": \"%s\"}\n",
+              "%s\"result\": \"%s\"}\n",
               workload->name, workload->kind, kSizeNames[size], st.procs,
               st.mode == nugo::Mode::numa ? "numa" : "flat", json_escape(st.topology_source).c_str(),
               st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
               outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
               model.on() ? "true" : "false", model.block_ns(),
               static_cast<unsigned long long>(model.blocks()), static_cast<unsigned long long>(model.remote_blocks()),
-              json_escape(outcome.result).c_str());
+              extra.c_str(), json_escape(outcome.result).c_str());
   if (!outcome.ok)
     std::fprintf(stderr, "nugo-workload: %s (%s): WRONG RESULT: %s\n", workload->name,
                  kSizeNames[size], outcome.result.c_str());

@@ -1,11 +1,11 @@
 // The memory-bound workloads with data placement (experiments/workloads/README.md): a
-// STREAM-like triad, a 2-D Jacobi heat stencil and a histogram. Their data (a total size, the
-// same at every P count) is split into one part per node that has Ps, in proportion to its
-// Ps, each allocated on its node (nugo::numa::alloc_on), and each part is worked on by
-// goroutines started on that node (nugo::go_on), which the scheduler may still move. On an
-// emulated topology the memory is ordinary memory, so nothing is slower when it is remote;
-// the latency model below (off unless asked for) charges what the distance matrix says
-// remote memory costs. Each function must be called from a goroutine.
+// STREAM-like triad (even, and skewed three to one across nodes), a 2-D Jacobi heat stencil, a
+// histogram and a sparse matrix-vector product whose rows' degrees are skewed. Their data (a
+// total size, the same at every P count) is split into one part per node that has Ps, each
+// allocated on its node (nugo::numa::alloc_on). The goroutines that work on a part are started
+// on its node (go_on) or, for the ablation, without a node (go): the run's placement, below. On an emulated topology the memory is ordinary memory, so nothing is
+// slower when it is remote; the latency model below (off unless asked for) charges what a
+// remote penalty says remote memory costs. Each function must be called from a goroutine.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,10 @@
 #include <mutex>
 #include <nugo/nugo.hpp>
 #include <nugo/topology.hpp>
+#include <stdexcept>
+#include <string>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <vector>
 
 namespace workloads {
@@ -30,32 +34,50 @@ inline double seconds_since(Clock::time_point t) {
 //
 // Every block of a kernel's data has a home node, the node its NodeArray was allocated on. A
 // goroutine that works on a block while it runs on a P of another node waits, busy, for the
-// block's local cost x (distance - 10) / 10 more, so that the block costs local x distance / 10
-// in all, the ratio the topology's distance matrix states (10 is local, by ACPI's convention).
+// block's local cost x (penalty(distance) - 1) more, so that the block costs its local cost x
+// penalty(distance) in all. The penalty is a parameter of the run: at the nearest remote
+// distance it is the ratio asked for (--latency-penalty: 1.0 charges nothing, 1.74 is remote
+// over local DRAM latency measured on 2-socket Cascade Lake), and farther nodes pay in
+// proportion to their distance above local (ACPI's 10): penalty(d) = 1 + (R - 1) (d - 10) /
+// (d_nearest - 10). Without a ratio it is the distance matrix's own, d / 10.
+//
 // The local cost is measured as the blocks run (by_blocks: on an emulated topology all memory
 // is this machine's), so the charge follows the cache state, the data size and the load of the
-// moment, as a real remote access would. The node a goroutine
-// runs on is read once per block (nugo::this_g::node()): a goroutine that moves in the middle
-// of a block pays for the whole block where it began it.
+// moment, as a real remote access would. The node a goroutine runs on is read once per block
+// (nugo::this_g::node()): a goroutine that moves in the middle of a block pays for the whole
+// block where it began it.
 //
 // The model is a property of the run, not of the runtime: nugo-workload turns it on with
-// --latency-model (by default on emulated topologies with more than one node) and reports it in
-// its JSON, so that no result obtained with it can pass for one measured on hardware.
+// --latency-model (by default on emulated topologies with more than one node) and reports it,
+// and the penalty, in its JSON, so that no result obtained with it can pass for one measured
+// on hardware. Its speedups are projections under the model.
 class LatencyModel {
  public:
-  // Off until turned on: on, with the distance matrix of `t` (an emulated topology: on real hardware remote memory
-  // is already slower, and charging it again would count it twice). Before any goroutine runs.
-  void turn_on(const nugo::topo::Topology& t) {
+  // Off until turned on: on, with the distance matrix of `t` (an emulated topology: on real
+  // hardware remote memory is already slower, and charging it again would count it twice)
+  // and `penalty`, the ratio at the nearest remote distance (0: d / 10, the matrix's own).
+  // Before any goroutine runs.
+  void turn_on(const nugo::topo::Topology& t, double penalty = 0) {
     on_ = true;
-    int max_os = 0;
+    int max_os = 0, nearest = 0;
     for (const auto& n : t.nodes) max_os = std::max(max_os, n.os_index);
-    extra_tenths_.assign(static_cast<std::size_t>(max_os + 1), std::vector<int>(static_cast<std::size_t>(max_os + 1), 0));
     for (std::size_t i = 0; i < t.nodes.size(); ++i)
       for (std::size_t j = 0; j < t.nodes.size(); ++j)
-        extra_tenths_[static_cast<std::size_t>(t.nodes[i].os_index)][static_cast<std::size_t>(t.nodes[j].os_index)] =
-            std::max(0, t.distance[i][j] - 10);
+        if (t.distance[i][j] > 10 && (nearest == 0 || t.distance[i][j] < nearest)) nearest = t.distance[i][j];
+    penalty_ = penalty > 0 ? penalty : nearest > 0 ? nearest / 10.0 : 1.0;
+    extra_.assign(static_cast<std::size_t>(max_os + 1), std::vector<double>(static_cast<std::size_t>(max_os + 1), 0));
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      for (std::size_t j = 0; j < t.nodes.size(); ++j) {
+        const int d = t.distance[i][j];
+        const double extra = d <= 10 || nearest <= 10 ? 0.0
+                             : penalty > 0            ? (penalty - 1) * (d - 10) / (nearest - 10)
+                                                      : (d - 10) / 10.0;
+        extra_[static_cast<std::size_t>(t.nodes[i].os_index)][static_cast<std::size_t>(t.nodes[j].os_index)] = extra;
+      }
   }
   bool on() const { return on_; }
+  // The cost of a remote block over a local one at the nearest remote distance.
+  double penalty() const { return penalty_; }
 
   // Runs body(lo, hi) over [lo, hi) in blocks of `block` elements whose home is `home` (an OS
   // node number), charging each remote one, and adds the counts.
@@ -85,8 +107,8 @@ class LatencyModel {
       block_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(cost).count());
       if (here >= 0 && here != home) {
         ++remote;
-        const int tenths = extra_tenths_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
-        const auto until = now + std::min(least, cost) * tenths / 10;
+        const double extra = extra_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
+        const auto until = now + std::chrono::duration_cast<Clock::duration>(std::min(least, cost) * extra);
         while ((last = Clock::now()) < until) __builtin_ia32_pause();
       }
     }
@@ -102,7 +124,8 @@ class LatencyModel {
 
  private:
   bool on_ = false;
-  std::vector<std::vector<int>> extra_tenths_;  // [here][home]: distance - 10, by OS node number
+  double penalty_ = 1.0;
+  std::vector<std::vector<double>> extra_;  // [here][home]: penalty - 1, by OS node number
   std::atomic<std::uint64_t> blocks_{0}, remote_{0}, block_ns_{0};
 };
 
@@ -129,26 +152,74 @@ struct NodeShare {
 // Splits `total` elements over the nodes that have Ps, in proportion to their Ps (so the
 // problem is the same size at every P count and on every topology), with `per_p` goroutines
 // per P. From the runtime's own statistics: the nodes it placed Ps on.
-inline std::vector<NodeShare> shares(std::size_t total, int per_p) {
+//
+// With heavy > 1 the first node's share counts `heavy` times (the skewed kernels: three times
+// the blocks on one node), and its goroutines with it, so that every goroutine has the same
+// amount of work and the other nodes, done first, must take the first node's work or idle.
+inline std::vector<NodeShare> shares(std::size_t total, int per_p, int heavy = 1) {
   const nugo::Stats st = nugo::stats();
   std::vector<NodeShare> out;
-  std::size_t ps_before = 0, procs = static_cast<std::size_t>(st.procs);
-  for (const nugo::NodeStats& n : st.nodes) {
-    std::size_t lo = total * ps_before / procs;
-    ps_before += n.ps.size();
-    std::size_t hi = total * ps_before / procs;
-    out.push_back({n.node, hi - lo, per_p * static_cast<int>(n.ps.size())});
+  std::size_t weight = 0, before = 0;
+  for (std::size_t k = 0; k < st.nodes.size(); ++k)
+    weight += st.nodes[k].ps.size() * static_cast<std::size_t>(k == 0 ? heavy : 1);
+  for (std::size_t k = 0; k < st.nodes.size(); ++k) {
+    const std::size_t w = st.nodes[k].ps.size() * static_cast<std::size_t>(k == 0 ? heavy : 1);
+    const std::size_t lo = total * before / weight;
+    before += w;
+    const std::size_t hi = total * before / weight;
+    out.push_back({st.nodes[k].node, hi - lo, per_p * static_cast<int>(w)});
   }
   return out;
 }
 
-// Memory on one node, freed with it.
+// ---- where the workers start: the placement of the run (--placement) ----
+//
+//   go_on  each worker is started with nugo::go_on(its data's node): the program says where
+//          its work belongs (the default; how a NUMA-aware nugo program is written). Flat mode
+//          ignores the node; NUMA mode queues it on the node's pinned queue (NUGO_NUMA
+//          go_on=pinned, the default: it starts there) or its global queue (go_on=queued:
+//          another node may take it, as the stealing rules allow).
+//   go     each worker is started with nugo::go by the main goroutine: the program says
+//          nothing, and the workers start where it runs or wherever a thief takes them.
+// With NUGO_NUMA steal=flat|nearest this makes the ablation of scripts/sweep.py, which
+// separates placement from the stealing hierarchy. Counted per run, to show what each arm did:
+// the workers, and how many of them began their work on their data's node (the runtime's
+// statistics count the goroutines it placed: `placed`).
+enum class Placement { go_on, go };
+inline const char* name(Placement p) { return p == Placement::go_on ? "go_on" : "go"; }
+
+struct PlacementCounts {
+  Placement how = Placement::go_on;
+  std::atomic<std::uint64_t> workers{0}, started_home{0};
+};
+inline PlacementCounts& placement() {
+  static PlacementCounts counts;
+  return counts;
+}
+
+// Memory on one node, freed with it. Before it is freed, when page_check() is on (a real
+// topology: on an emulated one nothing is bound), the node of its pages is asked of the kernel
+// (move_pages without a target: a query), a sample of at most 1,024 pages spread over it, and
+// counted: the fraction on their intended node is the run's evidence that its data was where
+// the model assumes, on hardware.
+struct PageCheck {
+  bool on = false;
+  std::atomic<std::uint64_t> pages{0}, on_node{0};
+};
+inline PageCheck& page_check() {
+  static PageCheck check;
+  return check;
+}
+
 template <class T>
 class NodeArray {
  public:
   NodeArray(int node, std::size_t n)
-      : n_(n), p_(static_cast<T*>(nugo::numa::alloc_on(node, std::max<std::size_t>(n, 1) * sizeof(T)))) {}
-  ~NodeArray() { nugo::numa::free(p_, std::max<std::size_t>(n_, 1) * sizeof(T)); }
+      : node_(node), n_(n), p_(static_cast<T*>(nugo::numa::alloc_on(node, bytes()))) {}
+  ~NodeArray() {
+    if (page_check().on) count_pages();
+    nugo::numa::free(p_, bytes());
+  }
   NodeArray(const NodeArray&) = delete;
   NodeArray& operator=(const NodeArray&) = delete;
   T* data() const { return p_; }
@@ -156,6 +227,25 @@ class NodeArray {
   T& operator[](std::size_t i) const { return p_[i]; }
 
  private:
+  std::size_t bytes() const { return std::max<std::size_t>(n_, 1) * sizeof(T); }
+  void count_pages() const {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t pages = (bytes() + page - 1) / page, sample = std::min<std::size_t>(pages, 1024);
+    std::vector<void*> where(sample);
+    std::vector<int> status(sample, -1);
+    for (std::size_t i = 0; i < sample; ++i)
+      where[i] = reinterpret_cast<char*>(p_) + (pages * i / sample) * page;
+    if (syscall(SYS_move_pages, 0, sample, where.data(), nullptr, status.data(), 0) != 0) return;
+    std::uint64_t present = 0, home = 0;
+    for (int st : status) {
+      present += st >= 0;  // -ENOENT: never touched
+      home += st == node_;
+    }
+    page_check().pages.fetch_add(present, std::memory_order_relaxed);
+    page_check().on_node.fetch_add(home, std::memory_order_relaxed);
+  }
+
+  int node_;
   std::size_t n_;
   T* p_;
 };
@@ -168,19 +258,27 @@ inline Range split(std::size_t n, std::size_t parts, std::size_t i) {
   return {n * i / parts, n * (i + 1) / parts};
 }
 
-// Runs f(share index, range) in each share's goroutines, each started on the share's node and
-// given its part of the share's elements, and waits for all of them.
+// Runs f(share index, range) in each share's goroutines, each given its part of the share's
+// elements and started as the run's placement says, and waits for all of them.
 template <class F>
 void on_every_node(const std::vector<NodeShare>& shares, F f) {
+  PlacementCounts& counts = placement();
   nugo::WaitGroup joined;
-  for (std::size_t k = 0; k < shares.size(); ++k)
+  auto worker = [&](std::size_t k, int j) {
+    counts.workers.fetch_add(1, std::memory_order_relaxed);
+    counts.started_home.fetch_add(nugo::this_g::node() == shares[k].node, std::memory_order_relaxed);
+    f(k, split(shares[k].n, static_cast<std::size_t>(shares[k].goroutines), static_cast<std::size_t>(j)));
+    joined.done();
+  };
+  for (std::size_t k = 0; k < shares.size(); ++k) {
+    joined.add(shares[k].goroutines);
     for (int j = 0; j < shares[k].goroutines; ++j) {
-      joined.add(1);
-      nugo::go_on(shares[k].node, [&, k, j] {
-        f(k, split(shares[k].n, static_cast<std::size_t>(shares[k].goroutines), static_cast<std::size_t>(j)));
-        joined.done();
-      });
+      if (counts.how == Placement::go_on)
+        nugo::go_on(shares[k].node, [&worker, k, j] { worker(k, j); });
+      else
+        nugo::go([&worker, k, j] { worker(k, j); });
     }
+  }
   joined.wait();
 }
 
@@ -368,6 +466,107 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
     for (std::uint64_t count : buckets) ok = ok && count == total / 256;
   }
   return {ok, static_cast<double>(total) * passes, seconds};
+}
+
+// ---- spmv: y = A x, A sparse with skewed row degrees, rows partitioned by node ----
+//
+// A square matrix of `rows` rows in compressed sparse rows. Row r has 2 + 62 (1 - r/rows)^2
+// non-zeros (64 for the first row, 2 for the last: a few heavy rows and a long light tail, as
+// the vertex degrees of a graph whose numbering follows its degrees), in scattered columns. The
+// rows are split over the nodes in proportion to their Ps, each node's rows (their pointers,
+// columns, values and their part of y) on the node, with a copy of x on each node; so on 2
+// nodes the first holds 5.3 times the non-zeros of the second, and on the same nodes the work
+// is as uneven as the degrees make it. Each node's rows are worked in `per_p` chunks of equal
+// rows per P: the chunks are uneven too, and the nodes done first must take the others' or
+// idle. A block of the model is 32 rows, whose degrees change slowly, so that the least block
+// cost so far (the model's local cost) is close to each block's own.
+//
+// The check is exact: every y[r] equals a serial product's, summed in the same order.
+
+inline std::size_t spmv_degree(std::size_t rows, std::size_t r) {
+  const double u = 1.0 - static_cast<double>(r) / static_cast<double>(rows);
+  return 2 + static_cast<std::size_t>(62.0 * u * u);
+}
+inline std::size_t spmv_column(std::size_t rows, std::size_t r, std::size_t j) {
+  return (r * 7919 + j * 104729 + j * j * 31) % rows;
+}
+inline double spmv_value(std::size_t r, std::size_t j) { return 1.0 / static_cast<double>(1 + (r + j) % 7); }
+inline double spmv_x(std::size_t i) { return static_cast<double>(i % 13) * 0.5; }
+
+inline KernelResult spmv(std::size_t rows, int passes, int per_p) {
+  std::vector<NodeShare> parts = shares(rows, per_p);
+  std::erase_if(parts, [](const NodeShare& part) { return part.n == 0; });
+  struct Part {
+    std::size_t first;  // its first row
+    std::unique_ptr<NodeArray<std::size_t>> ptr;  // n + 1 offsets into col and val
+    std::unique_ptr<NodeArray<std::uint32_t>> col;
+    std::unique_ptr<NodeArray<double>> val, x, y;
+  };
+  std::vector<Part> part(parts.size());
+  std::size_t first = 0, nonzeros = 0;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    std::size_t nnz = 0;
+    for (std::size_t r = first; r < first + parts[k].n; ++r) nnz += spmv_degree(rows, r);
+    const int node = parts[k].node;
+    part[k] = {first, std::make_unique<NodeArray<std::size_t>>(node, parts[k].n + 1),
+               std::make_unique<NodeArray<std::uint32_t>>(node, nnz), std::make_unique<NodeArray<double>>(node, nnz),
+               std::make_unique<NodeArray<double>>(node, rows), std::make_unique<NodeArray<double>>(node, parts[k].n)};
+    first += parts[k].n;
+    nonzeros += nnz;
+  }
+  // The offsets here (serially: a prefix sum), the rest by the node's own goroutines.
+  for (Part& p : part) {
+    std::size_t at = 0;
+    for (std::size_t lr = 0; lr + 1 < p.ptr->size(); ++lr) {
+      (*p.ptr)[lr] = at;
+      at += spmv_degree(rows, p.first + lr);
+    }
+    (*p.ptr)[p.ptr->size() - 1] = at;
+  }
+  on_every_node(parts, [&](std::size_t k, Range r) {
+    Part& p = part[k];
+    for (std::size_t lr = r.lo; lr < r.hi; ++lr) {
+      (*p.y)[lr] = 0;
+      for (std::size_t i = (*p.ptr)[lr], j = 0; i < (*p.ptr)[lr + 1]; ++i, ++j) {
+        (*p.col)[i] = static_cast<std::uint32_t>(spmv_column(rows, p.first + lr, j));
+        (*p.val)[i] = spmv_value(p.first + lr, j);
+      }
+    }
+    // and the same share of the node's own copy of x (a copy is read by its node alone)
+    const std::size_t n = parts[k].n;
+    for (std::size_t i = rows * r.lo / n; i < rows * r.hi / n; ++i) (*p.x)[i] = spmv_x(i);
+  });
+  auto product = [&](std::size_t k, std::size_t lo, std::size_t hi) {
+    const Part& p = part[k];
+    const std::size_t* ptr = p.ptr->data();
+    const std::uint32_t* col = p.col->data();
+    const double* val = p.val->data();
+    const double* x = p.x->data();
+    double* y = p.y->data();
+    for (std::size_t lr = lo; lr < hi; ++lr) {
+      double sum = 0;
+      for (std::size_t i = ptr[lr]; i < ptr[lr + 1]; ++i) sum += val[i] * x[col[i]];
+      y[lr] = sum;
+    }
+  };
+  auto start = Clock::now();
+  for (int pass = 0; pass < passes; ++pass)
+    on_every_node(parts, [&](std::size_t k, Range r) {
+      by_blocks(parts[k].node, r.lo, r.hi, 32, [&](std::size_t lo, std::size_t hi) { product(k, lo, hi); });
+    });
+  const double seconds = seconds_since(start);
+  bool ok = true;
+  double checksum = 0;
+  for (const Part& p : part)
+    for (std::size_t lr = 0; lr + 1 < p.ptr->size(); ++lr) {
+      const std::size_t r = p.first + lr;
+      double want = 0;
+      for (std::size_t j = 0; j < spmv_degree(rows, r); ++j) want += spmv_value(r, j) * spmv_x(spmv_column(rows, r, j));
+      ok = ok && (*p.y)[lr] == want;
+      checksum += want;
+    }
+  // Each non-zero: its value and column read, and the x it names.
+  return {ok, static_cast<double>(nonzeros) * passes, seconds, checksum};
 }
 
 }  // namespace workloads

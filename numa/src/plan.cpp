@@ -13,7 +13,7 @@ int cpu_nodes(const topo::Topology& t) {
 
 }  // namespace
 
-Plan make_plan(const topo::Topology& t, int procs, Mode mode) {
+Plan make_plan(const topo::Topology& t, int procs, Mode mode, NumaPolicy::Steal steal) {
   Plan plan;
   if (mode == Mode::automatic) mode = cpu_nodes(t) > 1 ? Mode::numa : Mode::flat;
   plan.mode = mode;
@@ -24,6 +24,7 @@ Plan make_plan(const topo::Topology& t, int procs, Mode mode) {
       all.ps.push_back(a.p);
       all.pus.push_back(a.pu);
     }
+    plan.victims.push_back(all.ps);
     plan.domains.push_back(std::move(all));
     plan.remote.emplace_back();
     return plan;
@@ -49,6 +50,11 @@ Plan make_plan(const topo::Topology& t, int procs, Mode mode) {
     for (auto& [distance, group] : by_distance) tiers.push_back(std::move(group));
     plan.remote.push_back(std::move(tiers));
   }
+  std::vector<int> every_p;
+  for (const DomainPlan& d : plan.domains) every_p.insert(every_p.end(), d.ps.begin(), d.ps.end());
+  std::sort(every_p.begin(), every_p.end());
+  for (const DomainPlan& d : plan.domains)
+    plan.victims.push_back(steal == NumaPolicy::Steal::flat ? every_p : d.ps);
   return plan;
 }
 

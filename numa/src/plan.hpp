@@ -25,12 +25,17 @@ struct Plan {
   // first. A thief visits the groups in this order and the domains of one group in a random
   // order, so that no node is always robbed first. Empty in flat mode.
   std::vector<std::vector<std::vector<int>>> remote;
+  // victims[i]: the Ps (ids, ascending) that domain i's thieves try in their first rounds,
+  // before any remote domain's queues: the domain's own Ps (NumaPolicy::Steal::nearest, and
+  // flat mode's one domain), or every P (Steal::flat: Go's stealing over per-node domains).
+  std::vector<std::vector<int>> victims;
 };
 
 // Mode::automatic means numa when the topology has more than one node with CPUs. In NUMA
 // mode Ps are placed by Topology::assign_ps (balanced over the nodes with CPUs, distinct
 // cores first) and every node that got a P is a domain; flat mode is one domain with every
-// P. procs >= 1.
-Plan make_plan(const topo::Topology& topology, int procs, Mode mode);
+// P. procs >= 1. steal: which Ps a domain's thieves try first (NUMA mode only).
+Plan make_plan(const topo::Topology& topology, int procs, Mode mode,
+               NumaPolicy::Steal steal = NumaPolicy::Steal::nearest);
 
 }  // namespace nugo::numa

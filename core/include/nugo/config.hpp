@@ -60,6 +60,16 @@ struct NumaPolicy {
   // as in Go, or back to its home node, to run there next (its pinned queue, which no other
   // node's thief takes). Key ready=waker|home.
   enum class Ready { waker, home };
+  // Which Ps a thief tries in its four rounds before any other node: its own node's (the
+  // hierarchy), or every P of every node, as Go's thieves do (remote runnexts included, in
+  // the last round). Other nodes' global queues and timers come after either. Key
+  // steal=nearest|flat. For the ablation that separates placement from stealing.
+  enum class Steal { nearest, flat };
+  // Where go_on puts a goroutine: its node's pinned queue, which only that node's Ps take
+  // from (it starts there, always), or its node's global queue, from which another node's
+  // thief may take it as from any global queue (it starts there unless another node is idle
+  // and the stealing rules let that node rob it). Key go_on=pinned|queued.
+  enum class GoOn { pinned, queued };
 
   // A P robs another node only after it has found no work for this long (its own node's
   // queues and Ps were empty every time it looked). Key remote_delay (a duration: 0, 50us).
@@ -68,6 +78,8 @@ struct NumaPolicy {
   Ready ready = Ready::waker;
   // A goroutine stolen across nodes takes the thief's node as its new home. Key adopt=0|1.
   bool adopt = false;
+  Steal steal = Steal::nearest;
+  GoOn go_on = GoOn::pinned;
 
   static constexpr std::chrono::nanoseconds kMaxRemoteDelay{100'000'000};  // 100 ms
 };

@@ -33,6 +33,8 @@ struct Counters {
   std::uint64_t globrunq_remote = 0;     // takes from another node's global queue
   std::uint64_t wakeups_cross_node = 0;  // this P was woken for work queued on another node
   std::uint64_t preemptions = 0;         // slices ended by sysmon that took effect
+  std::uint64_t placed = 0;              // of `created`, go_on's that NUMA mode queued on
+                                         // their node (pinned or global queue; 0 in flat mode)
   std::int64_t idle_ns = 0;              // time on the idle P list
   // moved_remote split by the distance (distance-matrix value) between the two nodes.
   std::map<int, std::uint64_t> moved_remote_by_distance;
@@ -57,6 +59,9 @@ struct Stats {
   bool valid = false;      // false before the first run()
   Mode mode = Mode::flat;  // resolved: flat or numa
   Bind bind = Bind::none;  // resolved: node, pu or none (NUGO_BIND)
+  // NUMA mode's policy in force, every key as NUGO_NUMA spells it ("remote_delay=0,
+  // remote_take=half,ready=waker,adopt=0,steal=nearest,go_on=pinned"); "" in flat mode.
+  std::string numa_policy;
   int procs = 0;
   std::string topology_source;
   bool emulated = false;

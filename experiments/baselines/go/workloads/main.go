@@ -415,6 +415,58 @@ func stencil(n, sweeps, blocks int) outcome {
 		text + strconv.FormatFloat(sum, 'f', 6, 64)}
 }
 
+// spmv: y = A x, A in compressed sparse rows with skewed row degrees (nugo's memory.hpp: the
+// same degrees, columns, values and x, the same sums in the same order), rows in equal chunks.
+func spmvDegree(rows, r int) int {
+	u := 1 - float64(r)/float64(rows)
+	return 2 + int(62*u*u)
+}
+
+func spmv(rows, passes, parts int) outcome {
+	ptr := make([]int, rows+1)
+	for r := 0; r < rows; r++ {
+		ptr[r+1] = ptr[r] + spmvDegree(rows, r)
+	}
+	nnz := ptr[rows]
+	col, val, x, y := make([]uint32, nnz), make([]float64, nnz), make([]float64, rows), make([]float64, rows)
+	column := func(r, j int) int { return (r*7919 + j*104729 + j*j*31) % rows }
+	value := func(r, j int) float64 { return 1 / float64(1+(r+j)%7) }
+	xAt := func(i int) float64 { return float64(i%13) * 0.5 }
+	parallel(parts, rows, func(lo, hi int) { // first touch by the workers, as nugo's
+		for r := lo; r < hi; r++ {
+			y[r], x[r] = 0, xAt(r)
+			for i, j := ptr[r], 0; i < ptr[r+1]; i, j = i+1, j+1 {
+				col[i], val[i] = uint32(column(r, j)), value(r, j)
+			}
+		}
+	})
+	seconds := timed(func() {
+		for p := 0; p < passes; p++ {
+			parallel(parts, rows, func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					sum := 0.0
+					for i := ptr[r]; i < ptr[r+1]; i++ {
+						sum += val[i] * x[col[i]]
+					}
+					y[r] = sum
+				}
+			})
+		}
+	})
+	ok := true
+	checksum := 0.0
+	for r := 0; r < rows; r++ {
+		want := 0.0
+		for j := 0; j < spmvDegree(rows, r); j++ {
+			want += value(r, j) * xAt(column(r, j))
+		}
+		ok = ok && y[r] == want
+		checksum += want
+	}
+	text := okText(ok, "every y[r] equal to a serial product's, sum ", "WRONG products, sum ")
+	return outcome{ok, seconds, float64(nnz) * float64(passes), "non-zeros", text + strconv.FormatFloat(checksum, 'f', 6, 64)}
+}
+
 func histogram(n, passes, parts int) outcome {
 	n -= n % 256
 	input := make([]uint8, n)
@@ -631,10 +683,16 @@ var workloads = map[string]workload{
 		return outcome{ok, seconds, float64(n), "elements", okText(ok, "sorted, same sum", "NOT sorted, or elements lost")}
 	}},
 	"triad": {"memory", func(s int) outcome {
-		return triad([]int{20000, 2000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], runtime.GOMAXPROCS(0))
+		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], runtime.GOMAXPROCS(0))
 	}},
 	"stencil": {"memory", func(s int) outcome {
-		return stencil([]int{64, 256, 2048, 4096}[s], []int{10, 20, 20, 40}[s], 2*runtime.GOMAXPROCS(0))
+		return stencil([]int{64, 1024, 2048, 4096}[s], []int{10, 30, 20, 40}[s], 2*runtime.GOMAXPROCS(0))
+	}},
+	"triad_skew": {"memory", func(s int) outcome { // one node: nugo's 4 goroutines per P, times 3
+		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], 12*runtime.GOMAXPROCS(0))
+	}},
+	"spmv": {"memory", func(s int) outcome {
+		return spmv([]int{2000, 200000, 400000, 2000000}[s], []int{2, 5, 10, 20}[s], 4*runtime.GOMAXPROCS(0))
 	}},
 	"histogram": {"memory", func(s int) outcome {
 		return histogram([]int{131072, 8000000, 128000000, 512000000}[s], []int{2, 3, 5, 5}[s], runtime.GOMAXPROCS(0))
