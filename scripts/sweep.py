@@ -44,7 +44,7 @@ model (experiments/workloads/README.md), and every such row says so (latency_mod
 The Go twins run on `machine` only: Go cannot be shown a topology.
 
 Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 10
-repetitions), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 10 repetitions;
+repetitions; 3 for an oversubscribed configuration, whose timings are never quoted), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 10 repetitions;
 for a real multi-socket machine). --repetitions overrides.
 
 Exit status: 0 when every run succeeded, 1 when one failed (wrong result, crash, timeout:
@@ -81,6 +81,7 @@ STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node
                   "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
                   "wakeups_cross_node", "preemptions", "idle_ns", "placed"]
 BINDINGS = ("pu", "node", "none", "auto")
+OVERSUBSCRIBED_REPS = 3
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
            "mode", "bind_asked", "bind", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
@@ -349,9 +350,17 @@ def main() -> int:
                     configs.append((t, m, n, b))
     if not configs:
         return explib.bad_input(PROG, "nothing to run: no mode of --modes applies to any topology")
+    # A topology whose timings are not reported needs one repetition only; an oversubscribed
+    # configuration (more Ps than CPUs: its timings are never quoted, its counters are what it
+    # is for) OVERSUBSCRIBED_REPS in the default profile, so that the profile fits its budget.
+    def wanted(t: Topo, n: int) -> int:
+        if not t.timing:
+            return 1
+        if n > real_cpus and profile == "default" and args.repetitions is None:
+            return min(reps, OVERSUBSCRIBED_REPS)
+        return reps
     runs = [(rep, t, w, m, n, b) for rep in range(1, reps + 1) for t, m, n, b in configs for w in workloads
-            # a topology whose timings are not reported needs one repetition only
-            if t.timing or rep == 1]
+            if rep <= wanted(t, n)]
     random.Random(args.seed).shuffle(runs)
 
     if args.dry_run:
