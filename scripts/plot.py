@@ -309,7 +309,7 @@ class Plotter:
             return
         topologies = sorted({k[0] for k in keys})
         emulated = any(self.is_emulated(t) for t in topologies)
-        fig, ax = plt.subplots(figsize=(8, 3.4))
+        fig, ax = plt.subplots(figsize=(max(8, 0.5 * len(keys)), 3.6))
         labels = [f"{w}\n{t} {n}P" for t, w, n in keys]
         speedups = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for t, w, n in keys]
         over = [self.oversubscribed(n) for _, _, n in keys]
@@ -327,7 +327,7 @@ class Plotter:
         ax.axhline(1.0, color="black", linewidth=0.8)
         if any(over):
             ax.bar([0], [0], color="none", edgecolor="black", hatch="///", label="more Ps than CPUs (oversubscribed)")
-        ax.set_xticks(range(len(keys)), labels, fontsize=6)
+        ax.set_xticks(range(len(keys)), labels, fontsize=6, rotation=45, ha="right", rotation_mode="anchor")
         ax.set_ylabel("flat time / NUMA time")
         ax.legend(fontsize=7)
         ax.set_title("Memory-bound workloads: NUMA mode over flat mode"
@@ -561,8 +561,9 @@ class Plotter:
                   "measurement; error bars from the ends of the two medians' 95\% bootstrap intervals"
                   + ("; hatched: more Ps than CPUs, not quoted" if over else "") + f". Results: \texttt{{{src}}}.")
 
-        fig, axes = plt.subplots(1, len(workloads), figsize=(2.3 * len(workloads), 3.0), sharey=True)
+        fig, axes = plt.subplots(1, len(workloads), figsize=(2.3 * len(workloads), 3.0))
         axes = axes if len(workloads) > 1 else [axes]
+        top = 1.0
         for ax, w in zip(axes, workloads):
             for a in arms:
                 if a == "flat":
@@ -572,6 +573,7 @@ class Plotter:
                 if not pts:
                     continue
                 xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                top = max(top, *[p[3] for p in pts])
                 ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]], color=ARM_STYLE[a],
                             marker="o", markersize=3, linewidth=1, capsize=1.5, label=a,
                             markerfacecolor="none" if over else ARM_STYLE[a])
@@ -579,7 +581,8 @@ class Plotter:
             ax.axvline(MEASURED_PENALTY, color="gray", linestyle=":", linewidth=0.8)
             ax.set_title(w, fontsize=8)
             ax.set_xlabel("remote/local penalty", fontsize=7)
-            ax.set_ylim(bottom=0)
+        for ax in axes:  # one scale for every kernel, from 0, every interval inside it
+            ax.set_ylim(0, top * 1.05)
         axes[0].set_ylabel("flat time / arm time")
         axes[-1].legend(fontsize=6)
         fig.suptitle(f"Speedup over flat against the model's remote penalty: a PROJECTION (EMULATED {t}, {n} Ps)",

@@ -17,8 +17,6 @@
 #include <mutex>
 #include <nugo/nugo.hpp>
 #include <nugo/topology.hpp>
-#include <stdexcept>
-#include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
