@@ -39,9 +39,11 @@ Penalties (--penalties): the latency model's remote/local cost ratio at the near
 (experiments/workloads/README.md). 1.0 is uniform memory: what the scheduling alone costs or
 gains. 1.74 is remote/local DRAM latency measured on 2-socket Cascade Lake
 (../shared/reference/numa-and-peers.md). Every timing here is on an EMULATED topology under the
-model: a projection under it, not a measurement of remote memory. The counters that do not
-depend on the model lead: the fraction of blocks worked away from home, of workers that began at
-home, goroutines placed and moved, idle time per node.
+model: a projection under it, not a measurement of remote memory. The counts lead, taken at
+penalty 1.0 (uniform memory), where the model charges nothing: the fraction of blocks worked
+away from home, of workers that began at home, goroutines placed and moved, idle time per node.
+(They are not quite independent of the model: its charges change the timing, and with it the
+scheduler's choices.)
 
 Profiles: --quick (tiny sizes, 1 repetition, penalties 1.0 and 2.0: the CI smoke), the default
 (small sizes, 10 repetitions, the 2-node Xeon at one P per node: the one configuration here with
@@ -161,8 +163,9 @@ def main() -> int:
              if w in COMPUTE for a in arms if a in COMPUTE_ARMS]
     random.Random(args.seed).shuffle(runs)
     if args.dry_run:
-        print(f"{PROG}: would run {len(runs)} runs: {len(workloads)} workloads x {len(arms)} arms x "
-              f"{len(penalties)} penalties x {len(configs)} configurations x {reps} repetitions, {size} sizes")
+        print(f"{PROG}: would run {len(runs)} runs: {len(workloads)} workloads, {len(arms)} arms, "
+              f"{len(penalties)} penalties (fork-join: 3 arms, no model), {len(configs)} configurations, "
+              f"{reps} repetitions, {size} sizes")
         return 0
 
     out = args.out.resolve()
@@ -174,9 +177,9 @@ def main() -> int:
         print(f"{PROG}: hardware counters {perf[1]}", file=sys.stderr)
     (out / "machine.json").write_text(
         __import__("json").dumps(sweep.machine_info(build, topologies), indent=2) + "\n")
-    print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(arms)} arms x {len(penalties)} penalties x "
-          f"{len(configs)} configurations x {reps} repetitions, {size} sizes, in a random order; results in {out}",
-          file=sys.stderr)
+    print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads, {len(arms)} arms, {len(penalties)} penalties "
+          f"(fork-join: 3 arms, no model), {len(configs)} configurations, {reps} repetitions, {size} sizes, "
+          f"in a random order; results in {out}", file=sys.stderr)
     progress = explib.Progress(len(runs))
     rows, failures = [], 0
     with open(out / "results.csv", "w", newline="") as f:
@@ -232,7 +235,7 @@ def fraction(num: int, den: int) -> float | None:
 
 
 def run_fractions(r: dict) -> dict:
-    """One run's model-independent counts, as fractions."""
+    """One run's counts of what the scheduler did, as fractions."""
     idle = {int(k): int(v) for k, v in (kv.split(":") for kv in r["idle_ns_by_node"].split())}
     if r["kind"] != "memory":  # no blocks, no workers: only the runtime's counters
         return {"remote_blocks": None, "started_home": None, "placed": None,
@@ -318,14 +321,17 @@ def summarize(rows: list[dict]) -> dict:
                          "than their data's, workers whose first block ran at home, goroutines the runtime placed "
                          "(NUMA mode's go_on) over the workers, goroutines moved across nodes (steals and remote "
                          "global-queue takes), idle time of each node's Ps (the whole run, set-up included). "
-                         "These do not depend on the latency model.")
+                         "These are counts, not modelled times; they are taken at the lowest penalty "
+                         "(1.0: uniform memory) because the model's charges change the timing, and with "
+                         "it the scheduler's choices (flat mode's blocks away from home fall as the "
+                         "penalty grows).")
         time_note = ("Seconds: median (95% bootstrap interval) of the kernel time of the flat arm; below it each arm's "
                      "speedup over flat (flat time / arm time; > 1: the arm is faster); '~': the two intervals "
                      "overlap, no difference shown. Columns: the model's remote/local penalty. EMULATED topology, "
                      "EMULATED memory latency: every speedup is a projection under the model, not a measurement.")
         for out, fmt in ((text, False), (md, True)):
             out.append(("## " if fmt else "") + title + "\n")
-            out.append(("### " if fmt else "") + "Where the work ran (model-independent)\n")
+            out.append(("### " if fmt else "") + f"Where the work ran (counts, at penalty {base:g})\n")
             out.append(explib.table(counter_rows, counter_headers, markdown=fmt) + "\n\n" + counters_note + "\n")
             out.append(("### " if fmt else "") + "Time, by remote penalty (PROJECTION under the latency model)\n")
             out.append(explib.table(time_rows, time_headers, markdown=fmt) + "\n\n" + time_note + "\n")

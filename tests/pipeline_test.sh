@@ -131,9 +131,10 @@ PY
     # From the recorded rows: the runtime placed every worker of an arm that places (go_on in
     # NUMA mode) and none of the others; the pinned arm started every worker at home; every
     # arm ran with the same binding, the NUMA policy it names and the model's penalty.
-    $py - "$work/results.csv" <<'PY' || fail "an ablation arm does not do what it says"
+    $py - "$work/results.csv" "$root/scripts" <<'PY' || fail "an ablation arm does not do what it says"
 import csv, sys
-places = {"flat": False, "neither": False, "placement": True, "hierarchy": False, "both": True, "pinned": True}
+sys.path.insert(0, sys.argv[2])
+from ablation import PLACES as places  # the arms as ablation.py defines them
 policy = {"neither": "steal=flat", "placement": "steal=flat", "hierarchy": "steal=nearest", "both": "steal=nearest",
           "pinned": "steal=nearest"}
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -473,7 +473,7 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
 // the vertex degrees of a graph whose numbering follows its degrees), in scattered columns. The
 // rows are split over the nodes in proportion to their Ps, each node's rows (their pointers,
 // columns, values and their part of y) on the node, with a copy of x on each node; so on 2
-// nodes the first holds 5.3 times the non-zeros of the second, and on the same nodes the work
+// nodes the first holds 5.6 times the non-zeros of the second, and on the same nodes the work
 // is as uneven as the degrees make it. Each node's rows are worked in `per_p` chunks of equal
 // rows per P: the chunks are uneven too, and the nodes done first must take the others' or
 // idle. A block of the model is 32 rows, whose degrees change slowly, so that the least block
