@@ -55,6 +55,7 @@ scripts/plot.py draws ablation.png and penalty.png from it. Exit status 0 when e
 succeeded, 1 when one failed, 2 on bad input (before anything runs).
 """
 import csv
+import json
 import os
 import random
 import statistics
@@ -175,8 +176,7 @@ def main() -> int:
     perf = sweep.perf_support()
     if perf[1]:
         print(f"{PROG}: hardware counters {perf[1]}", file=sys.stderr)
-    (out / "machine.json").write_text(
-        __import__("json").dumps(sweep.machine_info(build, topologies), indent=2) + "\n")
+    (out / "machine.json").write_text(json.dumps(sweep.machine_info(build, topologies), indent=2) + "\n")
     print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads, {len(arms)} arms, {len(penalties)} penalties "
           f"(fork-join: 3 arms, no model), {len(configs)} configurations, {reps} repetitions, {size} sizes, "
           f"in a random order; results in {out}", file=sys.stderr)

@@ -318,9 +318,8 @@ class Plotter:
         for i, o in enumerate(over):
             if o:
                 ax.bar([i], [speedups[i]], color="none", edgecolor="black", hatch="///", linewidth=0)
-        # The ratio's interval, conservatively: the ends of the two medians' 95% intervals.
-        lo = [spr[(t, w, n, "flat")].ci_lo / spr[(t, w, n, "numa")].ci_hi for t, w, n in keys]
-        hi = [spr[(t, w, n, "flat")].ci_hi / spr[(t, w, n, "numa")].ci_lo for t, w, n in keys]
+        intervals = [self.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")]) for t, w, n in keys]
+        lo, hi = [i[1] for i in intervals], [i[2] for i in intervals]
         ax.errorbar(range(len(keys)), speedups, yerr=[[s - l for s, l in zip(speedups, lo)],
                                                       [h - s for s, h in zip(speedups, hi)]],
                     fmt="none", ecolor="black", elinewidth=0.8, capsize=2)

@@ -44,7 +44,8 @@ model (experiments/workloads/README.md), and every such row says so (latency_mod
 The Go twins run on `machine` only: Go cannot be shown a topology.
 
 Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 10
-repetitions; 3 for an oversubscribed configuration, whose timings are never quoted), --full (large sizes, every P count 1, 2, 4, ... up to the PUs, 10 repetitions;
+repetitions; 3 for an oversubscribed configuration, whose timings are never quoted), --full
+(large sizes, every P count 1, 2, 4, ... up to the PUs, 10 repetitions;
 for a real multi-socket machine). --repetitions overrides.
 
 Exit status: 0 when every run succeeded, 1 when one failed (wrong result, crash, timeout:
@@ -106,14 +107,14 @@ def perf_support() -> tuple[list[str] | None, str]:
     pmus = Path("/sys/bus/event_source/devices")
     if not any((pmus / d).exists() for d in ("cpu", "cpu_core", "cpu_atom")):
         return None, "n/a: no hardware PMU (no cpu under /sys/bus/event_source/devices: a VM without one)"
+    prefix = [perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS)]
     try:
-        probe = subprocess.run([perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS), "--", "true"],
-                               capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(prefix + ["--", "true"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"n/a: perf stat failed ({e})"
     if probe.returncode != 0:
         return None, f"n/a: perf stat refused ({explib.tail(probe.stderr, 1)}; kernel.perf_event_paranoid?)"
-    return [perf, "stat", "-x,", "-e", ",".join(PERF_EVENTS)], ""
+    return prefix, ""
 
 
 def read_perf(path: Path) -> dict:

@@ -215,6 +215,21 @@ const char* kSignalChoices = "SIGURG, SIGUSR1, SIGUSR2, SIGWINCH or a real-time 
 
 }  // namespace
 
+std::string to_string(const NumaPolicy& p) {
+  const auto delay = p.remote_delay.count();
+  return "remote_delay=" +
+         (delay == 0             ? std::string("0")
+          : delay % 1000 == 0 ? std::to_string(delay / 1000) + "us"
+                                 : std::to_string(delay) + "ns") +
+         ",remote_take=" +
+         (p.remote_take == NumaPolicy::Take::one       ? "1"
+          : p.remote_take == NumaPolicy::Take::quarter ? "quarter"
+                                                       : "half") +
+         ",ready=" + (p.ready == NumaPolicy::Ready::home ? "home" : "waker") + ",adopt=" + (p.adopt ? "1" : "0") +
+         ",steal=" + (p.steal == NumaPolicy::Steal::flat ? "flat" : "nearest") +
+         ",go_on=" + (p.go_on == NumaPolicy::GoOn::queued ? "queued" : "pinned");
+}
+
 Config Config::from_env() {
   warn_unknown_variables();
   Config cfg;

@@ -174,16 +174,6 @@ Sched::Sched(const Config& c, topo::Topology t)
     remote_take = cfg.numa.remote_take;
     steal_flat = cfg.numa.steal == NumaPolicy::Steal::flat;
     go_on_queued = cfg.numa.go_on == NumaPolicy::GoOn::queued;
-    const NumaPolicy& n = cfg.numa;
-    const auto delay = n.remote_delay.count();
-    numa_policy = "remote_delay=" + (delay == 0 ? std::string("0")
-                                     : delay % 1000 == 0 ? std::to_string(delay / 1000) + "us"
-                                                         : std::to_string(delay) + "ns") +
-                  ",remote_take=" + (n.remote_take == NumaPolicy::Take::one ? "1"
-                                     : n.remote_take == NumaPolicy::Take::quarter ? "quarter" : "half") +
-                  ",ready=" + (n.ready == NumaPolicy::Ready::home ? "home" : "waker") +
-                  ",adopt=" + (n.adopt ? "1" : "0") + ",steal=" + (steal_flat ? "flat" : "nearest") +
-                  ",go_on=" + (go_on_queued ? "queued" : "pinned");
   }
   for (std::size_t i = 0; i < domains.size(); ++i)
     for (const std::vector<int>& tier : plan.remote[i]) {

@@ -58,7 +58,6 @@ struct Sched {
   NumaPolicy::Take remote_take = NumaPolicy::Take::half;
   bool steal_flat = false;    // NumaPolicy::steal == flat: Domain::victims is every P
   bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
-  std::string numa_policy;     // all of it, as NUGO_NUMA spells it (Stats::numa_policy)
   std::FILE* stats_file = nullptr;  // Config::stats_path, opened at start
 
   Lock mlock;  // allm, freem

@@ -31,7 +31,7 @@ Stats snapshot(const Sched& s) {
   out.valid = true;
   out.mode = s.mode;
   out.bind = s.bind;
-  out.numa_policy = s.numa_policy;
+  out.numa_policy = s.mode == Mode::numa ? to_string(s.cfg.numa) : "";  // flat mode has none
   out.procs = s.gomaxprocs;
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;

@@ -84,6 +84,10 @@ struct NumaPolicy {
   static constexpr std::chrono::nanoseconds kMaxRemoteDelay{100'000'000};  // 100 ms
 };
 
+// Every key of p as NUGO_NUMA spells it, in the order of the fields: "remote_delay=0,
+// remote_take=half,ready=waker,adopt=0,steal=nearest,go_on=pinned" (what parsing reads back).
+std::string to_string(const NumaPolicy& p);
+
 struct Config {
   static constexpr int kMaxProcs = 1024;                      // as Go's _MaxGomaxprocs
   static constexpr std::size_t kMinStack = 16 * 1024;
