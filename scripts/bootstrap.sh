@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nugo's build needs, only those missing. Idempotent.
 #   scripts/bootstrap.sh              the build and the tests
-#   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber and wrk, for the baseline twins
+#   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber, oneTBB (with libtbbbind, for its
+#                                     NUMA arenas) and wrk, for the baseline twins (GCC's
+#                                     OpenMP comes with g++)
 #   scripts/bootstrap.sh --vm         also QEMU, Debian's kernel and busybox, for
 #                                     scripts/numa-check.sh --vm (a real multi-node kernel)
 #   scripts/bootstrap.sh --checks     also clang (with libFuzzer) and SPIN, for the lock rules
@@ -18,7 +20,7 @@ packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-con
           catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-tabulate)
 for arg in "$@"; do
   case "$arg" in
-    --baselines) packages+=(golang-go libboost-fiber-dev wrk) ;;
+    --baselines) packages+=(golang-go libboost-fiber-dev libtbb-dev libtbbbind-2-5 wrk) ;;
     --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
     --checks) packages+=(clang libclang-rt-14-dev spin) ;;
     --paper) packages+=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended) ;;

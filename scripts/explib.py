@@ -205,6 +205,11 @@ def spread(values: list[float]) -> Spread | None:
     return Spread(statistics.median(values), min(values), max(values), len(values), ci_lo, ci_hi)
 
 
+def ratio_interval(num: Spread, den: Spread) -> tuple[float, float, float]:
+    """num/den with a conservative interval: from the ends of the two 95% intervals."""
+    return num.median / den.median, num.ci_lo / den.ci_hi, num.ci_hi / den.ci_lo
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "-"

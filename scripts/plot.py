@@ -318,7 +318,7 @@ class Plotter:
         for i, o in enumerate(over):
             if o:
                 ax.bar([i], [speedups[i]], color="none", edgecolor="black", hatch="///", linewidth=0)
-        intervals = [self.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")]) for t, w, n in keys]
+        intervals = [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")]) for t, w, n in keys]
         lo, hi = [i[1] for i in intervals], [i[2] for i in intervals]
         ax.errorbar(range(len(keys)), speedups, yerr=[[s - l for s, l in zip(speedups, lo)],
                                                       [h - s for s, h in zip(speedups, hi)]],
@@ -476,11 +476,6 @@ class Plotter:
         fitting = [c for c in configs if not self.oversubscribed(c[1])]
         return (fitting or configs or [None])[0]
 
-    @staticmethod
-    def ratio_interval(num: explib.Spread, den: explib.Spread) -> tuple[float, float, float]:
-        """num/den with a conservative interval: from the ends of the two 95% intervals."""
-        return num.median / den.median, num.ci_lo / den.ci_hi, num.ci_hi / den.ci_lo
-
     def ablation(self) -> None:
         self.na("AblationTopology", "AblationProcs", "AblationRepetitions", "AblationRuns",
                 *[f"AblationRemote{a.title()}" for a in ARM_STYLE],
@@ -518,7 +513,7 @@ class Plotter:
                 fr = [int(r["remote_blocks"]) / int(r["blocks"]) for r in mine if int(r["blocks"] or 0)]
                 remote.append(100 * statistics.median(fr) if fr else 0)
                 f, s = spr.get((t, n, w, "flat", shown)), spr.get((t, n, w, a, shown))
-                ratio = self.ratio_interval(f, s) if f and s else (0, 0, 0)
+                ratio = explib.ratio_interval(f, s) if f and s else (0, 0, 0)
                 speed.append(ratio[0])
                 lo.append(ratio[0] - ratio[1])
                 hi.append(ratio[2] - ratio[0])
@@ -566,7 +561,7 @@ class Plotter:
             for a in arms:
                 if a == "flat":
                     continue
-                pts = [(r_, *self.ratio_interval(spr[(t, n, w, "flat", r_)], spr[(t, n, w, a, r_)])) for r_ in penalties
+                pts = [(r_, *explib.ratio_interval(spr[(t, n, w, "flat", r_)], spr[(t, n, w, a, r_)])) for r_ in penalties
                        if (t, n, w, "flat", r_) in spr and (t, n, w, a, r_) in spr]
                 if not pts:
                     continue

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The experiment pipeline, one command on a fresh machine: bootstrap, a Release build, the
-# workload sweep (flat mode, NUMA mode and Go; on a one-node machine also on emulated 2-, 4- and
-# 24-node topologies, labelled emulated), the ablation that separates placement from the stealing
+# workload sweep (flat mode, NUMA mode, Go and the C++ peers oneTBB, OpenMP and Boost.Fiber; on a
+# one-node machine also on emulated 2-, 4- and 24-node topologies, labelled emulated), the ablation that separates placement from the stealing
 # hierarchy at a range of the latency model's remote penalties, the micro-benchmarks, preemption, network, NUMA-policy
 # and tracer comparisons, every figure, the paper's numbers, and the paper itself when TeX is
 # installed (scripts/bootstrap.sh --paper).
@@ -10,7 +10,7 @@
 #   scripts/reproduce.sh --quick    every workload at a tiny size, one repetition (CI's smoke)
 #   scripts/reproduce.sh --full     for a real multi-socket machine: every P count, large sizes
 #   --only W,...      the sweep of these workloads only, and none of the other comparisons
-#   --modes M,...     flat, numa, go          --procs N,...   P counts
+#   --modes M,...     flat, numa, go, tbb, omp, fiber (the peers)   --procs N,...   P counts
 #   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py)
 #   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
 #   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
@@ -107,8 +107,13 @@ elif [ ! -f "$build/CMakeCache.txt" ]; then
   echo "reproduce.sh: --build-dir $build: not a configured build directory" >&2
   exit 2
 fi
-# Boost.Fiber's twin exists only where CMake found Boost.Fiber (bootstrap.sh --baselines).
-[ -z "$only" ] && cmake --build "$build" --target help | grep '^fiber-bench:' >/dev/null && targets+=(fiber-bench)
+# The twins of Boost.Fiber, oneTBB and OpenMP exist only where CMake found them (bootstrap.sh
+# --baselines); the sweep leaves out, with a message, a peer that was not built.
+available=$(cmake --build "$build" --target help)
+for twin in fiber-bench fiber-workload tbb-workload omp-workload; do
+  case "$twin" in fiber-bench) [ -n "$only" ] && continue ;; esac
+  grep -q "^$twin:" <<<"$available" && targets+=("$twin")
+done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
 # Everything the sweep will be asked is checked before anything runs (status 2 on bad input).

@@ -3,12 +3,22 @@
 machine and, when it has one node, on emulated multi-node topologies.
 
 usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--quick | --full]
-                        [--only W,...] [--modes flat,numa,go] [--procs N,...]
+                        [--only W,...] [--modes flat,numa,go,tbb,omp,fiber] [--procs N,...]
                         [--topology T,...] [--bind B,...] [--repetitions R] [--seed S]
 
 Each run is one process: BUILD/experiments/nugo-workload (or the Go twin, go-workload, built
 here) with NUGO_PROCS, NUGO_MODE, NUGO_BIND, NUGO_TOPOLOGY and NUGO_STATS set; the workload
 checks its own result.
+
+The peers (experiments/baselines/README.md, "The peers") are more values of the mode factor,
+run on `machine` only, each where it was built (scripts/bootstrap.sh --baselines; a missing
+one is left out with a message): tbb (BUILD/experiments/tbb-workload, oneTBB), omp
+(omp-workload, GCC's OpenMP) and fiber (fiber-workload, Boost.Fiber: skynet and the
+communication workloads only). Each is given the P count as its worker count and the same
+binding as nugo's rows (pu or none; they cannot bind by node); `runtime_env` on every row says
+what each runtime was set to (NUGO_*, GOMAXPROCS, OMP_PROC_BIND and OMP_PLACES, TBB's arenas).
+sweep.md has a table per workload kind of nugo (flat) against every runtime, as time ratios
+with intervals.
 
 A comparison changes one thing. Binding is held equal between the modes: by default every run
 binds each P's thread to that P's CPU (NUGO_BIND=pu; flat and NUMA mode give P k the same PU),
@@ -82,9 +92,14 @@ STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node
                   "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
                   "wakeups_cross_node", "preemptions", "idle_ns", "placed"]
 BINDINGS = ("pu", "node", "none", "auto")
+# The C++ peers: mode -> (its twin in BUILD/experiments, its name in tables). They bind pu or none.
+PEERS = {"tbb": ("tbb-workload", "oneTBB"), "omp": ("omp-workload", "OpenMP"),
+         "fiber": ("fiber-workload", "Boost.Fiber")}
+MODES = ["flat", "numa", "go", *PEERS]
+RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go"} | {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
-           "mode", "bind_asked", "bind", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
+           "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
            "arm", "placement", "numa_policy", "workers", "started_home", "pages_checked", "pages_on_node"] + \
@@ -196,13 +211,30 @@ def proc_counts(topo: Topo, profile: str, real_cpus: int) -> list[int]:
     return sorted({p for p in (topo.nodes, 2 * topo.nodes) if p <= limit})
 
 
-def workload_names(build: Path) -> list[str]:
-    out = subprocess.run([str(build / "experiments" / "nugo-workload")], capture_output=True,
-                         text=True, timeout=60)
+def workload_names(exe: Path) -> list[str]:
+    """The workloads a twin offers, from the list its usage message gives."""
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     m = re.search(r"^workloads:(.*)$", out.stderr, re.M)
     if not m:
-        raise explib.Failed(f"nugo-workload did not list its workloads: {out.stderr.strip()}")
+        raise explib.Failed(f"{exe.name} did not list its workloads: {out.stderr.strip()}")
     return m.group(1).split()
+
+
+def find_peers(build: Path, modes: list[str]) -> dict[str, tuple[Path, list[str]]]:
+    """The peers of `modes` that were built: mode -> (executable, the workloads it offers). A
+    missing one is left out with a message, never a failure."""
+    found = {}
+    for m in modes:
+        if m not in PEERS:
+            continue
+        exe = build / "experiments" / PEERS[m][0]
+        if not os.access(exe, os.X_OK):
+            print(f"{PROG}: {PEERS[m][1]} ({exe.name}) is not built, so --modes {m} is left out "
+                  f"(scripts/bootstrap.sh --baselines, then cmake --build {build} --target {exe.name})",
+                  file=sys.stderr)
+            continue
+        found[m] = (exe, workload_names(exe))
+    return found
 
 
 def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
@@ -243,6 +275,11 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
     if version_hpp.exists():
         m = re.search(r'#define BOOST_LIB_VERSION "([^"]+)"', version_hpp.read_text())
         boost = m.group(1).replace("_", ".") if m else None
+    tbb = None
+    tbb_h = Path("/usr/include/oneapi/tbb/version.h")
+    if tbb_h.exists():
+        v = dict(re.findall(r"#define TBB_VERSION_(MAJOR|MINOR)\s+(\d+)", tbb_h.read_text()))
+        tbb = f"{v.get('MAJOR')}.{v.get('MINOR')}" if v else None
     revision = cmd(["git", "rev-parse", "HEAD"], cwd=explib.ROOT)
     dirty = cmd(["git", "status", "--porcelain", "--untracked-files=no"], cwd=explib.ROOT)
     compiler = cache.get("CMAKE_CXX_COMPILER", "c++")
@@ -260,7 +297,9 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
         "cxx_flags": " ".join(filter(None, [cache.get("CMAKE_CXX_FLAGS"), cache.get("CMAKE_CXX_FLAGS_RELEASE")])),
         "git_revision": (revision or "unknown") + ("-dirty" if dirty else ""),
         "go_version": cmd(["go", "version"]),
-        "boost_version": boost,
+        "boost_version": boost,  # Boost.Fiber's too
+        "tbb_version": tbb,
+        "openmp": "GCC's libgomp (the compiler above)",
         "topologies": {t.name: {"spec": t.spec or "this machine (hwloc)", "emulated": t.emulated,
                                 "pus": t.pus, "nodes_with_cpus": t.nodes, "distance": t.distance,
                                 "timing_reported": t.timing}
@@ -276,7 +315,7 @@ def main() -> int:
     p = explib.parser(PROG, __doc__)
     p.add_argument("--full", action="store_true", help="large sizes, every P count (real multi-socket machines)")
     p.add_argument("--only", help="workloads, comma-separated (default: all)")
-    p.add_argument("--modes", help="flat,numa,go (default: all three)")
+    p.add_argument("--modes", help=f"{','.join(MODES)} (default: all)")
     p.add_argument("--procs", help="P counts, comma-separated (default: per topology)")
     p.add_argument("--topology", help="topologies, comma-separated (see above)")
     p.add_argument("--bind", help="bindings, comma-separated: pu (default), node, none, auto")
@@ -301,15 +340,15 @@ def main() -> int:
 
     # ---- everything checked before anything runs ----
     try:
-        known = workload_names(build)
+        known = workload_names(exe)
         workloads = parse_list(args.only) or known
         for w in workloads:
             if w not in known:
                 return explib.bad_input(PROG, f"--only: unknown workload '{w}' (known: {', '.join(known)})")
-        modes = parse_list(args.modes) or ["flat", "numa", "go"]
+        modes = parse_list(args.modes) or MODES
         for m in modes:
-            if m not in ("flat", "numa", "go"):
-                return explib.bad_input(PROG, f"--modes: unknown mode '{m}' (flat, numa or go)")
+            if m not in MODES:
+                return explib.bad_input(PROG, f"--modes: unknown mode '{m}' ({', '.join(MODES)})")
         bindings = parse_list(args.bind) or ["pu"]
         for b in bindings:
             if b not in BINDINGS:
@@ -328,6 +367,7 @@ def main() -> int:
         if names is None:
             names = ["machine"] + (["2node", "4node", "24node"] if machine.nodes == 1 else [])
         topologies = [machine if n == "machine" else resolve_topology(build, n) for n in names]
+        peers = find_peers(build, modes)
     except explib.Failed as e:
         return explib.bad_input(PROG, str(e))
     except OSError as e:
@@ -343,11 +383,14 @@ def main() -> int:
                 return explib.bad_input(PROG, f"--procs: {n} Ps is more than the {t.pus} PUs of topology {t.name}")
         for n in counts:
             for m in modes:
-                if m == "go" and t.emulated:
-                    continue  # Go cannot be shown a topology
+                if m in ("go", *PEERS) and t.emulated:
+                    continue  # Go and the peers cannot be shown a topology
+                if m in PEERS and m not in peers:
+                    continue  # not built: said above
                 if m == "numa" and t.nodes == 1 and "flat" in modes:
                     continue  # NUMA mode with one domain is flat mode: the same run again
-                for b in (["none"] if m == "go" else bindings):  # Go binds nothing
+                # Go binds nothing; the peers bind pu or none
+                for b in ["none"] if m == "go" else [b for b in bindings if m not in PEERS or b in ("pu", "none")]:
                     configs.append((t, m, n, b))
     if not configs:
         return explib.bad_input(PROG, "nothing to run: no mode of --modes applies to any topology")
@@ -360,8 +403,10 @@ def main() -> int:
         if n > real_cpus and profile == "default" and args.repetitions is None:
             return min(reps, OVERSUBSCRIBED_REPS)
         return reps
+    def offers(m: str, w: str) -> bool:  # the peers have twins of some workloads only
+        return m not in peers or w in peers[m][1]
     runs = [(rep, t, w, m, n, b) for rep in range(1, reps + 1) for t, m, n, b in configs for w in workloads
-            if rep <= wanted(t, n)]
+            if rep <= wanted(t, n) and offers(m, w)]
     random.Random(args.seed).shuffle(runs)
 
     if args.dry_run:
@@ -394,7 +439,7 @@ def main() -> int:
         for rep, t, w, m, n, b in runs:
             run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
             row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
-                          perf=perf)
+                          perf=perf, peer=peers.get(m, (None,))[0])
             if row["ok"] != 1:
                 failures += 1
                 print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
@@ -411,6 +456,7 @@ def main() -> int:
     explib.write_json(out / "sweep.json", {"medians": summary["medians"], "failures": failures},
                       {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
                        "modes": modes, "bindings": bindings, "seed": args.seed,
+                       "peers": {m: {"executable": str(e), "workloads": ws} for m, (e, ws) in peers.items()},
                        "order": "random (seeded)", "cpus_usable": real_cpus,
                        "topologies": [t.name for t in topologies],
                        "configurations": [[t.name, m, n, b] for t, m, n, b in configs]},
@@ -442,10 +488,12 @@ class Arm:
 
 
 def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
-            arm: Arm | None = None, penalty: float | None = None, perf: tuple | None = None) -> dict:
+            arm: Arm | None = None, penalty: float | None = None, perf: tuple | None = None,
+            peer: Path | None = None) -> dict:
     """One run of workload w, as a results.csv row. arm: placement and NUMA policy (default: the
     mode's own, go_on); penalty: the latency model's remote/local ratio (default: the distance
-    matrix's); perf: perf_support()'s answer, or None for no hardware counters."""
+    matrix's); perf: perf_support()'s answer, or None for no hardware counters; peer: the twin
+    of a peer's mode (PEERS)."""
     arm = arm or Arm(m, m)
     row = dict.fromkeys(COLUMNS, "")
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
@@ -459,6 +507,13 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             return row
         cmd = [go_exe, w, "-size", size]
         env = explib.go_environment(build) | {"GOMAXPROCS": str(n)}
+        row["runtime_env"] = f"GOMAXPROCS={n}"
+    elif m in PEERS:
+        if peer is None:
+            row["error"] = f"{PEERS[m][1]} not built"
+            return row
+        cmd = [peer, w, "--size", size, "--procs", str(n), "--bind", b]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NUGO_", "OMP_", "GOMP_"))}
     else:
         cmd = [exe, w, "--size", size, "--placement", arm.placement]
         if penalty is not None:
@@ -471,6 +526,8 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             env["NUGO_BIND"] = b
         if t.spec:
             env["NUGO_TOPOLOGY"] = t.spec
+        row["runtime_env"] = " ".join(f"{k}={v}" for k, v in sorted(env.items())
+                                      if k.startswith("NUGO_") and k != "NUGO_STATS")
     perf_file = logs / f"{run_id}.perf"
     if perf and perf[0]:
         cmd = perf[0] + ["-o", perf_file, "--"] + cmd
@@ -495,14 +552,19 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             "latency_model": int(result.get("latency_model", False)),
             "block_ns": result.get("block_ns", ""), "blocks": result.get("blocks", ""),
             "remote_blocks": result.get("remote_blocks", "")}
-    if result["kind"] == "memory" and m != "go":
+    if result["kind"] == "memory" and m in ("flat", "numa"):
         none_blank = lambda v: "" if v is None else v  # noqa: E731
         row |= {"placement": result["placement"], "workers": result["workers"],
                 "started_home": result["started_home"],
                 "latency_penalty": none_blank(result["latency_penalty"]),
                 "pages_checked": none_blank(result["pages_checked"]),
                 "pages_on_node": none_blank(result["pages_on_node"])}
-    if m != "go":
+    if m in PEERS:
+        row |= {"bind": result["bind"], "runtime_env": result["runtime_env"]}
+        if result["mode"] != m or result["procs"] != n or result["bind"] != b:
+            row["error"] = f"ran {result['mode']} at {result['procs']} workers bound {result['bind']}, not {m} at {n} bound {b}"
+            return row
+    elif m != "go":
         if result["mode"] != m or result["procs"] != n:
             row["error"] = f"ran {result['mode']} at {result['procs']} Ps, not {m} at {n}"
             return row
@@ -539,6 +601,52 @@ def ratio_cell(num: explib.Spread | None, den: explib.Spread | None, oversubscri
     return cell + (" (oversubscribed)" if oversubscribed else "")
 
 
+PEERS_NOTE = (
+    "Each runtime's median seconds (95% bootstrap confidence interval) and nugo's time over it, "
+    "flat/X, with the interval of the ratio from the ends of the two intervals: above 1, X is "
+    "faster; '~': the two medians' intervals overlap, no difference. nugo's rows are flat mode "
+    "(on one node NUMA mode is the same run). The C++ peers are bound as nugo is (bind); Go binds "
+    "nothing. A runtime without a twin of a workload shows '-'. Oversubscribed P counts are left "
+    "out. Twins and their departures: experiments/baselines/README.md, \"The peers\".")
+
+
+def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], list[list]]]:
+    """Per workload kind: nugo (flat) against every other runtime that ran on `machine`, at each
+    P count that is not oversubscribed, as times and time ratios with intervals."""
+    others = [m for m in ("go", *PEERS) if any(k[3] == m for k in by_key)]
+    if not any(m in PEERS for m in others):
+        return []
+    kinds: dict[str, set] = {}
+    for r in rows:
+        if r["ok"] == 1 and r["topology"] == "machine" and r["mode"] == "flat" and not r["oversubscribed"]:
+            kinds.setdefault(r["kind"], set()).add((r["workload"], r["procs"], r["bind_asked"]))
+
+    def spread(key):
+        m = by_key.get(key)
+        return m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"], *m["seconds_ci95"])
+
+    tables = []
+    for kind in ("compute", "memory", "communication"):
+        body = []
+        for w, n, b in sorted(kinds.get(kind, ())):
+            flat = spread(("machine", w, n, "flat", b))
+            cells, ratios = [], []
+            for m in others:
+                x = spread(("machine", w, n, m, "none" if m == "go" else b))
+                cells.append(x.with_ci() if x else "-")
+                if flat and x:
+                    r, lo, hi = explib.ratio_interval(flat, x)
+                    ratios.append(("" if flat.differs(x) else "~") + f"{explib.fmt(r)} ({explib.fmt(lo)}-{explib.fmt(hi)})")
+                else:
+                    ratios.append("-")
+            body.append([w, n, b, flat.with_ci() if flat else "-", *cells, *ratios])
+        if body:
+            headers = ["workload", "Ps", "bind", "nugo flat s", *(f"{RUNTIME_NAMES[m]} s" for m in others),
+                       *(f"flat/{RUNTIME_NAMES[m]}" for m in others)]
+            tables.append((f"{kind} workloads", headers, body))
+    return tables
+
+
 def summarize(rows: list[dict]) -> dict:
     """Medians with their 95% confidence intervals per topology, workload, P count and binding,
     beside each other by mode; and the locality counters per topology and mode."""
@@ -558,7 +666,7 @@ def summarize(rows: list[dict]) -> dict:
     by_key = {(m["topology"], m["workload"], m["procs"], m["mode"], m["bind"]): m for m in medians}
     emulated = {r["topology"]: r["emulated"] for r in rows}
     timing_rows = []
-    compared = sorted({(k[0], k[1], k[2], k[4]) for k in by_key if k[3] != "go"}) or \
+    compared = sorted({(k[0], k[1], k[2], k[4]) for k in by_key if k[3] in ("flat", "numa")}) or \
         sorted({(k[0], k[1], k[2], "none") for k in by_key})
     for t, w, n, b in compared:
         cells = {}
@@ -597,9 +705,15 @@ def summarize(rows: list[dict]) -> dict:
             "Emulated topologies measure the scheduler's decisions; their memory-bound rows ran "
             "with the emulated memory latency model (latency_model = 1 in results.csv), not on "
             "real remote memory.")
-    text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n")
+    peer_tables = peers_tables(rows, by_key)
+    text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n"
+            + "".join(f"\n{title}\n\n{explib.table(t_rows, t_headers)}\n" for title, t_headers, t_rows in peer_tables))
     md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
+    if peer_tables:
+        md += ("\n## nugo against the peers (hardware: this machine)\n\n" + PEERS_NOTE + "\n"
+               + "".join(f"\n### {title}\n\n{explib.table(t_rows, t_headers, markdown=True)}\n"
+                         for title, t_headers, t_rows in peer_tables))
     return {"medians": medians, "text": text, "markdown": md}
 
 

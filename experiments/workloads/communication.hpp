@@ -8,6 +8,8 @@
 #include <nugo/nugo.hpp>
 #include <vector>
 
+#include "work.hpp"
+
 namespace workloads {
 
 // ---- sieve: test/chan/sieve1.go, a goroutine per prime found ----
@@ -40,23 +42,6 @@ inline std::vector<long> sieve(int n) {
   // input closes; drain the last one so that nobody stays blocked.
   stop = true;
   for (long v : in) (void)v;
-  return primes;
-}
-
-// The first n primes by trial division: the check.
-inline std::vector<long> primes_serial(int n) {
-  std::vector<long> primes;
-  for (long v = 2; static_cast<int>(primes.size()) < n; ++v) {
-    bool prime = true;
-    for (long p : primes) {
-      if (p * p > v) break;
-      if (v % p == 0) {
-        prime = false;
-        break;
-      }
-    }
-    if (prime) primes.push_back(v);
-  }
   return primes;
 }
 

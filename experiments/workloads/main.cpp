@@ -29,36 +29,17 @@
 
 namespace {
 
-enum Size { tiny, small, standard, large };
-const char* kSizeNames[] = {"tiny", "small", "default", "large"};
-
-struct Outcome {
-  bool ok = false;
-  double seconds = 0;     // the kernel only: not the input's set-up, nor the check
-  double work = 0;        // units of work done, for throughput
-  const char* unit = "";  // what work counts
-  std::string result;     // the value checked, and what it was checked against
-};
+using workloads::checked;
+using workloads::Outcome;
+using workloads::timed;
+using workloads::kSizeNames;
+using workloads::Size;
 
 struct Workload {
   const char* name;
   const char* kind;  // compute, memory, communication
   std::function<Outcome(Size)> run;
 };
-
-template <class T>
-std::string checked(T got, T want) {
-  return std::to_string(got) + (got == want ? " == " : " != ") + std::to_string(want);
-}
-
-// Runs f, timed; its result.
-template <class F>
-auto timed(double* seconds, F f) {
-  auto start = workloads::Clock::now();
-  auto result = f();
-  *seconds = workloads::seconds_since(start);
-  return result;
-}
 
 Outcome from_kernel(const workloads::KernelResult& r, const char* unit, std::string result) {
   return {r.ok, r.seconds, r.work, unit, std::move(result)};
@@ -68,32 +49,31 @@ const std::vector<Workload>& all() {
   static const std::vector<Workload> workloads = {
       {"fib", "compute",
        [](Size s) {
-         const int n = std::array{15, 22, 27, 32}[s];
+         const int n = workloads::sizes::fib[s];
          Outcome o;
          o.unit = "goroutines";
          long got = timed(&o.seconds, [&] { return workloads::fib(n); });
          long want = workloads::fib_serial(n);
          o.ok = got == want;
-         o.work = static_cast<double>(workloads::fib_serial(n + 1) - 1);  // goroutines made
+         o.work = static_cast<double>(workloads::fib_tasks(n));
          o.result = checked(got, want);
          return o;
        }},
       {"skynet", "compute",
        [](Size s) {
-         const long leaves = std::array{1'000L, 100'000L, 1'000'000L, 10'000'000L}[s];
+         const long leaves = workloads::sizes::skynet_leaves[s];
          Outcome o;
          o.unit = "goroutines";
          long got = timed(&o.seconds, [&] { return workloads::run_skynet(leaves); });
          long want = workloads::skynet_checksum(leaves);
          o.ok = got == want;
-         o.work = static_cast<double>((10 * leaves - 1) / 9);  // every node of the tree
+         o.work = static_cast<double>(workloads::skynet_nodes(leaves));
          o.result = checked(got, want);
          return o;
        }},
       {"uts", "compute",
        [](Size s) {
-         const workloads::uts::Tree t = std::array{workloads::uts::kT1Depth4, workloads::uts::kT1Depth6,
-                                                   workloads::uts::kT1, workloads::uts::kT1L}[s];
+         const workloads::uts::Tree t = workloads::uts::kTrees[s];
          Outcome o;
          o.unit = "nodes";
          long got = timed(&o.seconds, [&] { return workloads::uts::run(t); });
@@ -104,7 +84,7 @@ const std::vector<Workload>& all() {
        }},
       {"nqueens", "compute",
        [](Size s) {
-         const int n = std::array{6, 10, 14, 16}[s];
+         const int n = workloads::sizes::queens[s];
          Outcome o;
          o.unit = "solutions";
          long got = timed(&o.seconds, [&] { return workloads::nqueens::run(n); });
@@ -116,62 +96,55 @@ const std::vector<Workload>& all() {
        }},
       {"mergesort", "compute",
        [](Size s) {
-         const std::size_t n = std::array<std::size_t, 4>{10'000, 200'000, 4'000'000, 32'000'000}[s];
+         const std::size_t n = workloads::sizes::sort[s];
          std::vector<std::uint64_t> v = workloads::mergesort::input(n), tmp(n);
-         std::uint64_t sum_before = 0, sum_after = 0;
-         for (auto x : v) sum_before += x;
+         const std::uint64_t sum_before = workloads::mergesort::sum(v);
          Outcome o;
          o.unit = "elements";
          timed(&o.seconds, [&] {
            workloads::mergesort::sort(v.data(), tmp.data(), 0, n);
            return 0;
          });
-         for (auto x : v) sum_after += x;
-         o.ok = std::is_sorted(v.begin(), v.end()) && sum_after == sum_before;
+         o.ok = std::is_sorted(v.begin(), v.end()) && workloads::mergesort::sum(v) == sum_before;
          o.work = static_cast<double>(n);
          o.result = o.ok ? "sorted, same sum" : "NOT sorted, or elements lost";
          return o;
        }},
       {"triad", "memory",
        [](Size s) {
-         const std::size_t total = std::array<std::size_t, 4>{20'000, 4'000'000, 16'000'000, 64'000'000}[s];
-         const int passes = std::array{2, 5, 10, 20}[s];
+         const auto [total, passes] = workloads::sizes::triad[s];
          auto r = workloads::triad(workloads::shares(total, 1), passes);
          return from_kernel(r, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values");
        }},
       {"triad_skew", "memory",
        [](Size s) {  // triad's data, three times as much of it on the first node
-         const std::size_t total = std::array<std::size_t, 4>{20'000, 4'000'000, 16'000'000, 64'000'000}[s];
-         const int passes = std::array{2, 5, 10, 20}[s];
+         const auto [total, passes] = workloads::sizes::triad[s];
          auto r = workloads::triad(workloads::shares(total, 4, 3), passes);
          return from_kernel(r, "bytes", r.ok ? "every a[i] == b[i] + 3 c[i]" : "WRONG values");
        }},
       {"stencil", "memory",
        [](Size s) {
-         const std::size_t n = std::array<std::size_t, 4>{64, 1024, 2048, 4096}[s];
-         const int sweeps = std::array{10, 30, 20, 40}[s];
+         const auto [n, sweeps] = workloads::sizes::stencil[s];
          auto r = workloads::stencil(n, sweeps, 2);
          return from_kernel(r, "cells", (r.ok ? "equal to a serial run, symmetric, bounded, sum "
                                               : "WRONG grid, sum ") + std::to_string(r.checksum));
        }},
       {"histogram", "memory",
        [](Size s) {
-         const std::size_t total = std::array<std::size_t, 4>{131'072, 8'000'000, 128'000'000, 512'000'000}[s];
-         const int passes = std::array{2, 3, 5, 5}[s];
+         const auto [total, passes] = workloads::sizes::histogram[s];
          auto r = workloads::histogram(total, passes, 1);
          return from_kernel(r, "bytes", r.ok ? "every bucket exact" : "WRONG counts");
        }},
       {"spmv", "memory",
        [](Size s) {
-         const std::size_t rows = std::array<std::size_t, 4>{2'000, 200'000, 400'000, 2'000'000}[s];
-         const int passes = std::array{2, 5, 10, 20}[s];
+         const auto [rows, passes] = workloads::sizes::spmv[s];
          auto r = workloads::spmv(rows, passes, 4);
          return from_kernel(r, "non-zeros", (r.ok ? "every y[r] equal to a serial product's, sum "
                                                   : "WRONG products, sum ") + std::to_string(r.checksum));
        }},
       {"sieve", "communication",
        [](Size s) {
-         const int n = std::array{100, 500, 2000, 5000}[s];
+         const int n = workloads::sizes::sieve_primes[s];
          Outcome o;
          o.unit = "primes";
          auto got = timed(&o.seconds, [&] { return workloads::sieve(n); });
@@ -183,7 +156,7 @@ const std::vector<Workload>& all() {
        }},
       {"pingpong_hogs", "communication",
        [](Size s) {
-         const long rounds = std::array{1'000L, 20'000L, 200'000L, 1'000'000L}[s];
+         const long rounds = workloads::sizes::pingpong_rounds[s];
          Outcome o;
          o.unit = "round trips";
          auto r = timed(&o.seconds, [&] { return workloads::pingpong_hogs(rounds, nugo::gomaxprocs()); });
@@ -194,10 +167,10 @@ const std::vector<Workload>& all() {
        }},
       {"fanin", "communication",
        [](Size s) {
-         const long each = std::array{1'000L, 50'000L, 500'000L, 2'000'000L}[s];
+         const long each = workloads::sizes::fanin_each[s];
          Outcome o;
          o.unit = "messages";
-         auto r = timed(&o.seconds, [&] { return workloads::fan_in(16, each, 64); });
+         auto r = timed(&o.seconds, [&] { return workloads::fan_in(workloads::kFanInProducers, each, workloads::kFanInBuffer); });
          o.ok = r.ok;
          o.work = static_cast<double>(r.messages);
          o.result = r.ok ? "every message, exact sum" : "messages lost";
@@ -218,15 +191,6 @@ const std::vector<Workload>& all() {
   std::exit(2);
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,19 +199,15 @@ int main(int argc, char** argv) {
   for (const Workload& w : all())
     if (std::strcmp(argv[1], w.name) == 0) workload = &w;
   if (!workload) usage(std::string("unknown workload '") + argv[1] + "'");
-  Size size = standard;
+  Size size = workloads::standard;
   std::string latency = "auto";
   double penalty = 0;  // 0: the distance matrix's own ratio
   auto placement = workloads::Placement::go_on;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-      bool known = false;
-      for (int s = tiny; s <= large; ++s)
-        if (std::strcmp(argv[i + 1], kSizeNames[s]) == 0) {
-          size = static_cast<Size>(s);
-          known = true;
-        }
-      if (!known) usage(std::string("unknown size '") + argv[i + 1] + "'");
+      const auto named = workloads::size_named(argv[i + 1]);
+      if (!named) usage(std::string("unknown size '") + argv[i + 1] + "'");
+      size = *named;
       ++i;
     } else if (std::strcmp(argv[i], "--latency-model") == 0 && i + 1 < argc) {
       latency = argv[++i];
@@ -331,12 +291,12 @@ int main(int argc, char** argv) {
               "\"latency_model\": %s, \"block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
               "%s\"result\": \"%s\"}\n",
               workload->name, workload->kind, kSizeNames[size], st.procs,
-              st.mode == nugo::Mode::numa ? "numa" : "flat", json_escape(st.topology_source).c_str(),
+              st.mode == nugo::Mode::numa ? "numa" : "flat", workloads::json_escape(st.topology_source).c_str(),
               st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
               outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
               model.on() ? "true" : "false", model.block_ns(),
               static_cast<unsigned long long>(model.blocks()), static_cast<unsigned long long>(model.remote_blocks()),
-              extra.c_str(), json_escape(outcome.result).c_str());
+              extra.c_str(), workloads::json_escape(outcome.result).c_str());
   if (!outcome.ok)
     std::fprintf(stderr, "nugo-workload: %s (%s): WRONG RESULT: %s\n", workload->name,
                  kSizeNames[size], outcome.result.c_str());

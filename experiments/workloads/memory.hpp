@@ -21,12 +21,9 @@
 #include <unistd.h>
 #include <vector>
 
-namespace workloads {
+#include "work.hpp"
 
-using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+namespace workloads {
 
 // ---- the emulated memory latency model (README, "Memory speed on emulated topologies") ----
 //
@@ -290,7 +287,6 @@ struct KernelResult {
 };
 
 inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
-  constexpr double s = 3.0;
   std::vector<std::unique_ptr<NodeArray<double>>> a, b, c;
   std::size_t total = 0;
   std::erase_if(shares, [](const NodeShare& sh) { return sh.n == 0; });
@@ -307,7 +303,7 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
   on_every_node(shares, [&](std::size_t k, Range r) {
     for (std::size_t i = r.lo; i < r.hi; ++i) {
       (*a[k])[i] = 0;
-      (*b[k])[i] = static_cast<double>((base[k] + i) % 1000);
+      (*b[k])[i] = triad_b(base[k] + i);
       (*c[k])[i] = 2.0;
     }
   });
@@ -315,7 +311,7 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
     double* ak = a[k]->data();
     const double* bk = b[k]->data();
     const double* ck = c[k]->data();
-    for (std::size_t i = lo; i < hi; ++i) ak[i] = bk[i] + s * ck[i];
+    for (std::size_t i = lo; i < hi; ++i) ak[i] = bk[i] + kTriadScale * ck[i];
   };
   constexpr std::size_t kBlock = 2048;  // 16 KiB of each array
   auto start = Clock::now();
@@ -327,8 +323,8 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
   bool ok = true;
   for (std::size_t k = 0; k < shares.size(); ++k)
     for (std::size_t i = 0; i < shares[k].n; ++i)
-      ok = ok && (*a[k])[i] == static_cast<double>((base[k] + i) % 1000) + s * 2.0;
-  return {ok, 3.0 * sizeof(double) * static_cast<double>(total) * passes, seconds};
+      ok = ok && (*a[k])[i] == triad_want(base[k] + i);
+  return {ok, triad_bytes(total, passes), seconds};
 }
 
 // ---- stencil: Jacobi iterations of the 2-D heat equation ----
@@ -338,17 +334,9 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
 // sweep spawns its goroutines afresh, one per block of rows, started on the block's node:
 // where they run is the scheduler's choice every sweep, not a fixed assignment.
 //
-// The grid starts uneven everywhere (a left-right symmetric pattern inside, a hot top edge),
-// so that a wrong halo, block or swap changes the result. Each cell is computed from the
-// previous sweep's grid only, so the result is the same bits at any P count, and the check is
-// exact: equal to a serial run of the same sweeps (after the timer), mirror-symmetric (the
-// setup is, and (n + s) + (w + e) is the same sum either way), and within [0, 100].
-
-inline double stencil_initial(std::size_t n, std::size_t r, std::size_t c) {
-  if (r == 0) return c > 0 && c + 1 < n ? 100.0 : 0.0;
-  if (r + 1 == n || c == 0 || c + 1 == n) return 0.0;
-  return static_cast<double>((r * 131 + std::min(c, n - 1 - c) * 71) % 101);
-}
+// The grid starts uneven everywhere and the result is the same bits at any P count (work.hpp),
+// so the check is exact: equal to a serial run of the same sweeps (after the timer),
+// mirror-symmetric, and within [0, 100].
 
 inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
   std::vector<NodeShare> bands = shares(n, blocks_per_p);
@@ -385,7 +373,7 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
       const double* here = g + (lr + 1) * n;
       const double* down = g + (lr + 2) * n;
       double* o = out + (lr + 1) * n;
-      for (std::size_t c = 1; c + 1 < n; ++c) o[c] = ((up[c] + down[c]) + (here[c - 1] + here[c + 1])) * 0.25;
+      for (std::size_t c = 1; c + 1 < n; ++c) o[c] = stencil_cell(up[c], down[c], here[c - 1], here[c + 1]);
     }
   };
   // A block is 8 rows (one row of a small grid is too little work to time).
@@ -399,15 +387,7 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
   }
   const double seconds = seconds_since(start);
 
-  std::vector<double> g(n * n), o(n * n);  // the serial run
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t c = 0; c < n; ++c) g[r * n + c] = o[r * n + c] = stencil_initial(n, r, c);
-  for (int sweep = 0; sweep < sweeps; ++sweep) {
-    for (std::size_t r = 1; r + 1 < n; ++r)
-      for (std::size_t c = 1; c + 1 < n; ++c)
-        o[r * n + c] = ((g[(r - 1) * n + c] + g[(r + 1) * n + c]) + (g[r * n + c - 1] + g[r * n + c + 1])) * 0.25;
-    std::swap(g, o);
-  }
+  const std::vector<double> g = stencil_serial(n, sweeps);
   bool ok = true;
   double checksum = 0;
   for (std::size_t k = 0; k < bands.size(); ++k)
@@ -418,18 +398,17 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
         checksum += v;
         ok = ok && v == g[r * n + c] && v == (*cur[k])[(lr + 1) * n + (n - 1 - c)] && v >= 0.0 && v <= 100.0;
       }
-  return {ok, static_cast<double>((n - 2) * (n - 2)) * sweeps, seconds, checksum};
+  return {ok, stencil_cells(n, sweeps), seconds, checksum};
 }
 
 // ---- histogram: 256 buckets over node-local input ----
 //
 // Each node's part of the input lives on the node; goroutines count a chunk each into a
-// private histogram and merge it under a mutex. The input is byte(37 i), i the element's
-// global index: 37 is odd, so any 256 consecutive i hit every byte once, and with a total that
-// is a multiple of 256 every bucket holds exactly total / 256, however the input is split.
+// private histogram and merge it under a mutex. The input is histogram_input(i), i the
+// element's global index, which puts exactly total / 256 in every bucket (work.hpp).
 
 inline KernelResult histogram(std::size_t total, int passes, int per_p) {
-  total -= total % 256;
+  total = histogram_total(total);
   std::vector<NodeShare> parts = shares(total, per_p);
   std::erase_if(parts, [](const NodeShare& part) { return part.n == 0; });
   std::vector<std::unique_ptr<NodeArray<std::uint8_t>>> input;
@@ -441,7 +420,7 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
     first += part.n;
   }
   on_every_node(parts, [&](std::size_t k, Range r) {
-    for (std::size_t i = r.lo; i < r.hi; ++i) (*input[k])[i] = static_cast<std::uint8_t>(37 * (base[k] + i));
+    for (std::size_t i = r.lo; i < r.hi; ++i) (*input[k])[i] = histogram_input(base[k] + i);
   });
   constexpr std::size_t kBlock = 64 * 1024;
   auto count_into = [&](std::uint64_t* mine, std::size_t k, std::size_t lo, std::size_t hi) {
@@ -480,16 +459,6 @@ inline KernelResult histogram(std::size_t total, int passes, int per_p) {
 // cost so far (the model's local cost) is close to each block's own.
 //
 // The check is exact: every y[r] equals a serial product's, summed in the same order.
-
-inline std::size_t spmv_degree(std::size_t rows, std::size_t r) {
-  const double u = 1.0 - static_cast<double>(r) / static_cast<double>(rows);
-  return 2 + static_cast<std::size_t>(62.0 * u * u);
-}
-inline std::size_t spmv_column(std::size_t rows, std::size_t r, std::size_t j) {
-  return (r * 7919 + j * 104729 + j * j * 31) % rows;
-}
-inline double spmv_value(std::size_t r, std::size_t j) { return 1.0 / static_cast<double>(1 + (r + j) % 7); }
-inline double spmv_x(std::size_t i) { return static_cast<double>(i % 13) * 0.5; }
 
 inline KernelResult spmv(std::size_t rows, int passes, int per_p) {
   std::vector<NodeShare> parts = shares(rows, per_p);
@@ -558,8 +527,7 @@ inline KernelResult spmv(std::size_t rows, int passes, int per_p) {
   for (const Part& p : part)
     for (std::size_t lr = 0; lr + 1 < p.ptr->size(); ++lr) {
       const std::size_t r = p.first + lr;
-      double want = 0;
-      for (std::size_t j = 0; j < spmv_degree(rows, r); ++j) want += spmv_value(r, j) * spmv_x(spmv_column(rows, r, j));
+      const double want = spmv_want(rows, r);
       ok = ok && (*p.y)[lr] == want;
       checksum += want;
     }

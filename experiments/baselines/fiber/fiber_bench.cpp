@@ -40,6 +40,8 @@
 #include <string>
 #include <thread>
 
+#include "skynet.hpp"
+
 namespace {
 
 // Counts outstanding fibers and wakes one waiting fiber when the count
@@ -255,62 +257,10 @@ void fanout_100k(benchmark::State& state) {
   state.counters["peak_rss_mib"] = peak_rss_mib();
 }
 
-// skynet: a 10-ary tree of fibers with 1,000,000 leaves, where each leaf
-// sends its number and each inner fiber the sum of its children's, on a
-// channel made by its parent; the root's sum must be 0 + 1 + ... + 999,999.
-// The algorithm of Go's `func skynet(c chan int, num, size, div int)`, with
-// children launched as `go` launches them (queued, the parent runs on).
+// skynet: a 10-ary tree of fibers with 1,000,000 leaves (skynet.hpp, shared with
+// fiber-workload); the root's sum must be 0 + 1 + ... + 999,999.
 constexpr std::int64_t kSkynetLeaves = 1'000'000;
-constexpr std::int64_t kSkynetFanOut = 10;
 constexpr std::int64_t kSkynetChecksum = kSkynetLeaves * (kSkynetLeaves - 1) / 2;
-
-// round_robin runs the tree level by level, so at the leaf level all
-// 1,111,111 fibers are alive at once: Boost's default 128 KiB stacks would
-// reserve 140 GiB. 16 KiB stacks (still a malloc'ed fixedsize_stack) are
-// plenty for this fiber function; each live fiber still touches about two
-// pages of its stack, so a procs:1 run peaks near 10 GiB of RSS.
-constexpr std::size_t kSkynetStackBytes = 16 * 1024;
-
-// Go's program uses unbuffered channels. boost::fibers::unbuffered_channel
-// holds a single value, so nine of a parent's ten children must wait for a
-// retry each, every one a further pass of the scheduler over the whole
-// level: on the development machine that took 65 s instead of 52-63 s at
-// procs:1, and 118 s instead of 6-16 s at procs:2. A buffered_channel with
-// room for all children (Boost requires a power of two) lets each child's
-// push complete at once, as a Go child's send does when its parent already
-// waits in its receive.
-constexpr std::size_t kSkynetChannelCapacity = 16;
-static_assert(kSkynetChannelCapacity >= kSkynetFanOut);
-using SkynetChannel = boost::fibers::buffered_channel<std::int64_t>;
-
-void skynet_fiber(std::shared_ptr<SkynetChannel> out, std::int64_t num, std::int64_t size,
-                  std::int64_t div);
-
-// The parent and its children share the channel: a child may still be on
-// its way out of push() when the parent has received its value and returned
-// (Go's garbage collector covers this; here reference counting does).
-void launch_skynet(std::shared_ptr<SkynetChannel> out, std::int64_t num, std::int64_t size,
-                   std::int64_t div) {
-  boost::fibers::fiber(std::allocator_arg, boost::fibers::fixedsize_stack(kSkynetStackBytes),
-                       skynet_fiber, std::move(out), num, size, div)
-      .detach();
-}
-
-void skynet_fiber(std::shared_ptr<SkynetChannel> out, std::int64_t num, std::int64_t size,
-                  std::int64_t div) {
-  if (size == 1) {
-    out->push(num);
-    return;
-  }
-  auto children = std::make_shared<SkynetChannel>(kSkynetChannelCapacity);
-  const std::int64_t child_size = size / div;
-  for (std::int64_t i = 0; i < div; ++i) {
-    launch_skynet(children, num + i * child_size, child_size, div);
-  }
-  std::int64_t sum = 0;
-  for (std::int64_t i = 0; i < div; ++i) sum += children->value_pop();
-  out->push(sum);
-}
 
 // One whole tree per iteration, so real_time per iteration is per run. A
 // wrong sum fails the benchmark (error_occurred in its JSON).
@@ -319,9 +269,7 @@ void skynet(benchmark::State& state) {
   for (auto _ : state) {
     std::int64_t sum = -1;
     run_on_procs(procs, [&sum] {
-      auto root = std::make_shared<SkynetChannel>(kSkynetChannelCapacity);
-      launch_skynet(root, 0, kSkynetLeaves, kSkynetFanOut);
-      sum = root->value_pop();
+      sum = fiber_skynet::run(kSkynetLeaves);
     });
     if (sum != kSkynetChecksum) {
       state.SkipWithError(("skynet sum " + std::to_string(sum) + ", want " +
