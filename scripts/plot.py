@@ -40,6 +40,10 @@ ARM_STYLE = {"flat": "tab:blue", "neither": "tab:cyan", "placement": "tab:green"
              "both": "tab:red", "pinned": "tab:purple"}
 MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake
 MODE_STYLE = {"flat": ("tab:blue", "-"), "numa": ("tab:red", "-"), "go": ("tab:gray", "--")}
+# The runtimes of the peers figures (sweep.py's PEERS and Go), in their order, with a colour each.
+PEER_STYLE = {"go": ("Go 1.19", "tab:gray"), "tbb": ("oneTBB", "tab:green"), "omp": ("OpenMP (libgomp)", "tab:orange"),
+              "fiber": ("Boost.Fiber", "tab:purple")}
+KINDS = ("compute", "memory", "communication")
 # Published 2-socket remote/local DRAM latency (../shared/reference/numa-and-peers.md: Intel
 # MLC on Cascade Lake 1.74x, Ice Lake 1.60x), beside the latency model's factor. (No band of
 # "published speedups" is drawn: it joined "up to" maxima of papers with different machines
@@ -211,6 +215,67 @@ class Plotter:
                   "intervals; hollow markers: more Ps than CPUs (oversubscribed, not quoted). "
                   f"Results: \\texttt{{{self.where('results.csv')}}}; "
                   + self.provenance(topologies, memory=True) + ".")
+
+    def peers(self) -> None:
+        """Per workload kind: every runtime's time relative to nugo's flat mode, on this machine,
+        at each P count it can run without oversubscription, with intervals; and, for the paper,
+        the geometric mean of nugo's time over each peer's per kind at the largest such P count."""
+        for kind in KINDS:
+            for m in PEER_STYLE:
+                self.na(f"Peer{m.title()}{kind.title()}")
+        self.na("PeerProcs")
+        spr = self.spreads(lambda r: r["topology"] == "machine" and not self.oversubscribed(r["procs"]))
+        runtimes = [m for m in PEER_STYLE if any(k[3] == m for k in spr)]
+        if not any(m != "go" for m in runtimes):
+            self.missing.append("peers (no runs of oneTBB, OpenMP or Boost.Fiber)")
+            return
+        kind_of = {r["workload"]: r["kind"] for r in self.rows if r["kind"]}
+        procs = sorted({k[2] for k in spr if k[3] == "flat"})
+        top = procs[-1] if procs else None
+        self.number("PeerProcs", top, self.where("results.csv"))
+        for kind in KINDS:
+            groups = sorted({(k[1], k[2]) for k in spr if k[3] == "flat" and kind_of.get(k[1]) == kind})
+            shown = [m for m in runtimes if any(("machine", w, n, m) in spr for w, n in groups)]
+            if not groups or not shown:
+                continue
+            fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 0.8 * len(groups) + 1.5)), 3.6))
+            width = 0.8 / len(shown)
+            for i, m in enumerate(shown):
+                xs, ys, lo, hi = [], [], [], []
+                for g, (w, n) in enumerate(groups):
+                    x, flat = spr.get(("machine", w, n, m)), spr[("machine", w, n, "flat")]
+                    if not x:
+                        continue
+                    r, r_lo, r_hi = explib.ratio_interval(x, flat)  # the peer's time over nugo's
+                    xs.append(g + (i - (len(shown) - 1) / 2) * width)
+                    ys.append(r)
+                    lo.append(r - r_lo)
+                    hi.append(r_hi - r)
+                label, color = PEER_STYLE[m]
+                ax.bar(xs, ys, width, color=color, label=label)
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+            ax.axhline(1.0, color="tab:blue", linewidth=1, label="nugo (flat mode)")
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels([f"{w}\n{n} P" for w, n in groups], fontsize=7)
+            ax.set_ylabel("time / nugo's time", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=7, ncol=len(shown) + 1, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+            ax.set_title(f"{kind} workloads: each runtime against nugo (below 1: faster than nugo)", fontsize=9)
+            self.save(fig, f"peers-{kind}",
+                      f"The {kind} workloads: each runtime's median time over nugo's (flat mode) at the same P count "
+                      "(worker threads), with the ratio's interval from the ends of the two 95\\% bootstrap "
+                      "intervals; below 1 the runtime is faster than nugo. The C++ peers are bound one thread per "
+                      "CPU as nugo is; Go binds nothing. Hardware timings, real topology: "
+                      f"{tex(self.machine.get('cpu_model', 'this machine'))}. "
+                      f"Results: \\texttt{{{self.where('results.csv')}}}.")
+            for m in shown:
+                ratios = [spr[("machine", w, top, "flat")].median / spr[("machine", w, top, m)].median
+                          for w, n in groups if n == top and ("machine", w, top, m) in spr]
+                if ratios:
+                    self.number(f"Peer{m.title()}{kind.title()}", statistics.geometric_mean(ratios),
+                                f"{self.where('results.csv')}: geometric mean of flat/{m} over {len(ratios)} "
+                                f"{kind} workloads at {top} P")
 
     def locality(self) -> None:
         self.locality_numbers({})
@@ -644,7 +709,7 @@ class Plotter:
         (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
         caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]
         for name in ("scalability", "locality", "memory-speedup", "ablation", "penalty", "micro", "preempt", "http",
-                     "timeline"):
+                     "timeline", *(f"peers-{kind}" for kind in KINDS)):
             macro = re.sub(r"[^A-Za-z]", "", name.title())
             text = self.captions.get(name, "Not produced by this run: its experiment did not run.")
             caps.append(f"\\newcommand{{\\caption{macro}}}{{{text}}}")
@@ -665,8 +730,8 @@ def main() -> int:
     failed = []
     # A figure that fails is reported and left out; the others, the numbers and the captions are
     # still written, so that the paper builds (printing n/a for what is missing).
-    for figure in (p.scalability, p.locality, p.memory_speedup, p.ablation, p.micro, p.preempt, p.http, p.timeline,
-                   p.sweep_numbers):
+    for figure in (p.scalability, p.locality, p.memory_speedup, p.ablation, p.peers, p.micro, p.preempt, p.http,
+                   p.timeline, p.sweep_numbers):
         try:
             figure()
         except Exception as e:  # noqa: BLE001 -- any error in one figure must not lose the rest

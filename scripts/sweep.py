@@ -3,7 +3,7 @@
 machine and, when it has one node, on emulated multi-node topologies.
 
 usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--quick | --full]
-                        [--only W,...] [--modes flat,numa,go,tbb,omp,fiber] [--procs N,...]
+                        [--only W,...] [--modes flat,numa,go,go_numactl,tbb,omp,fiber] [--procs N,...]
                         [--topology T,...] [--bind B,...] [--repetitions R] [--seed S]
 
 Each run is one process: BUILD/experiments/nugo-workload (or the Go twin, go-workload, built
@@ -17,6 +17,12 @@ one is left out with a message): tbb (BUILD/experiments/tbb-workload, oneTBB), o
 communication workloads only). Each is given the P count as its worker count and the same
 binding as nugo's rows (pu or none; they cannot bind by node); `runtime_env` on every row says
 what each runtime was set to (NUGO_*, GOMAXPROCS, OMP_PROC_BIND and OMP_PLACES, TBB's arenas).
+Go per node (go_numactl) is Go as its users run it on a NUMA machine today (golang/go#47831):
+one go-workload process per node with CPUs under `numactl --cpunodebind=K --membind=K`, each
+with GOMAXPROCS = Ps / nodes and part K of a data-parallel kernel's data (triad, triad_skew,
+histogram, spmv: -part K/N; the stencil cannot be split), all set up first and started together
+at a barrier; the row's time is the slowest part's. It needs several nodes: on a one-node
+machine it is n/a, with the reason, and left out.
 sweep.md has a table per workload kind of nugo (flat) against every runtime, as time ratios
 with intervals.
 
@@ -71,6 +77,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -95,8 +102,13 @@ BINDINGS = ("pu", "node", "none", "auto")
 # The C++ peers: mode -> (its twin in BUILD/experiments, its name in tables). They bind pu or none.
 PEERS = {"tbb": ("tbb-workload", "oneTBB"), "omp": ("omp-workload", "OpenMP"),
          "fiber": ("fiber-workload", "Boost.Fiber")}
-MODES = ["flat", "numa", "go", *PEERS]
-RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go"} | {m: name for m, (_, name) in PEERS.items()}
+# Go as its users run it on NUMA machines today (golang/go#47831): one process per node under
+# numactl --cpunodebind --membind, each with its part of a data-parallel kernel's data.
+GO_PER_NODE = "go_numactl"
+DIVISIBLE = ("triad", "triad_skew", "histogram", "spmv")  # go-workload -part: parts independent
+MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
+RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
+    {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
@@ -235,6 +247,97 @@ def find_peers(build: Path, modes: list[str]) -> dict[str, tuple[Path, list[str]
             continue
         found[m] = (exe, workload_names(exe))
     return found
+
+
+_placements: dict[tuple[str, int], str] = {}
+
+
+def nugo_cpus(build: Path, n: int) -> str:
+    """The CPUs nugo gives n Ps on this machine (NUGO_BIND=pu), grouped by node in nugo's node
+    order, as the peers' --cpus takes them ("0,1/12,13"), from nugo-topo: the peers are then
+    bound exactly as nugo is."""
+    key = (str(build), n)
+    if key not in _placements:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
+        out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", str(n)], env=env,
+                             capture_output=True, text=True, timeout=60)
+        groups: dict[str, list[str]] = {}
+        for node, cpu in re.findall(r"^\s*P\d+ -> node (\d+), PU \d+ \(real CPU (\d+)\)", out.stdout, re.M):
+            groups.setdefault(node, []).append(cpu)
+        if sum(len(g) for g in groups.values()) != n:
+            raise explib.Failed(f"nugo-topo --procs {n} did not place {n} Ps: {out.stderr.strip()}")
+        _placements[key] = "/".join(",".join(g) for g in groups.values())
+    return _placements[key]
+
+
+def cpu_nodes() -> list[int]:
+    """This machine's NUMA nodes with CPUs (the OS's numbers), from sysfs."""
+    nodes = []
+    for d in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"), key=lambda d: int(d.name[4:])):
+        try:
+            if (d / "cpulist").read_text().strip():
+                nodes.append(int(d.name[4:]))
+        except OSError:
+            continue
+    return nodes
+
+
+def go_per_node_support() -> str:
+    """"" where Go per node can run here, else why not."""
+    nodes = cpu_nodes()
+    if len(nodes) < 2:
+        return (f"n/a: this machine has {len(nodes)} NUMA node with CPUs; one Go process per node under numactl "
+                "needs several (it runs on a multi-socket machine)")
+    if not shutil.which("numactl"):
+        return "n/a: no numactl (apt-get install numactl)"
+    return ""
+
+
+def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_s: float) -> tuple[dict, str]:
+    """One run of Go per node: a go-workload process per NUMA node with CPUs, under numactl
+    --cpunodebind=K --membind=K, each with GOMAXPROCS = n / nodes and its part of the data
+    (-part); all set up their data, say ready, and are started together (-barrier), so that
+    their kernels overlap. The run's time is the slowest part's, its work the parts' sum, and it
+    is right when every part is. Returns (the combined JSON, the processes' stderr)."""
+    nodes = cpu_nodes()
+    procs = []
+    for i, k in enumerate(nodes):
+        cmd = ["numactl", f"--cpunodebind={k}", f"--membind={k}", str(go_exe), w, "-size", size,
+               "-part", f"{i}/{len(nodes)}", "-barrier"]
+        procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env | {"GOMAXPROCS": str(n // len(nodes))}))
+    timer = threading.Timer(timeout_s, lambda: [p.kill() for p in procs])
+    timer.start()
+    try:
+        # All set up, or none runs: a part that failed before it was ready fails the run, and the
+        # others are stopped (closing their stdin would not start them: they exit, status 2).
+        if not all(p.stdout.readline().strip() == "ready" for p in procs):
+            for p in procs:
+                p.kill()
+        else:
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+        outs = [p.communicate() for p in procs]
+    except OSError as e:  # a part died between "ready" and "go" (a broken pipe)
+        raise explib.Failed(f"a process per node died at the barrier: {e}")
+    finally:
+        timer.cancel()
+        for p in procs:
+            p.kill()
+    errors = "".join(e for _, e in outs)
+    try:
+        parts = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    except (json.JSONDecodeError, IndexError):
+        statuses = ", ".join(str(p.returncode) for p in procs)
+        raise explib.Failed(f"a process per node gave no result (exit statuses {statuses}; killed after "
+                            f"{timeout_s:.0f} s, if -9): {explib.tail(errors, 3)}")
+    seconds = max(part["seconds"] for part in parts)
+    work = sum(part["work"] for part in parts)
+    ok = all(part["ok"] for part in parts) and all(p.returncode == 0 for p in procs)
+    return (parts[0] | {"procs": n, "seconds": seconds, "work": work, "ok": ok,
+                        "throughput": work / seconds if seconds > 0 else 0,
+                        "result": "; ".join(f"node {k}: {part['result']}" for k, part in zip(nodes, parts))}, errors)
 
 
 def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
@@ -376,6 +479,9 @@ def main() -> int:
 
     # ---- the plan ----
     configs = []  # (topology, mode, procs, binding)
+    per_node_na = go_per_node_support() if GO_PER_NODE in modes else ""
+    if per_node_na:
+        print(f"{PROG}: {RUNTIME_NAMES[GO_PER_NODE]}: {per_node_na}", file=sys.stderr)
     for t in topologies:
         counts = procs or proc_counts(t, profile, real_cpus)
         for n in counts:
@@ -383,14 +489,17 @@ def main() -> int:
                 return explib.bad_input(PROG, f"--procs: {n} Ps is more than the {t.pus} PUs of topology {t.name}")
         for n in counts:
             for m in modes:
-                if m in ("go", *PEERS) and t.emulated:
+                if m in ("go", GO_PER_NODE, *PEERS) and t.emulated:
                     continue  # Go and the peers cannot be shown a topology
+                if m == GO_PER_NODE and (per_node_na or n % len(cpu_nodes()) != 0):
+                    continue  # said above; or Ps that do not split evenly over the nodes
                 if m in PEERS and m not in peers:
                     continue  # not built: said above
                 if m == "numa" and t.nodes == 1 and "flat" in modes:
                     continue  # NUMA mode with one domain is flat mode: the same run again
-                # Go binds nothing; the peers bind pu or none
-                for b in ["none"] if m == "go" else [b for b in bindings if m not in PEERS or b in ("pu", "none")]:
+                # Go binds nothing (numactl binds Go per node to its node); the peers bind pu or none
+                for b in ["none"] if m == "go" else ["node"] if m == GO_PER_NODE else \
+                        [b for b in bindings if m not in PEERS or b in ("pu", "none")]:
                     configs.append((t, m, n, b))
     if not configs:
         return explib.bad_input(PROG, "nothing to run: no mode of --modes applies to any topology")
@@ -404,7 +513,7 @@ def main() -> int:
             return min(reps, OVERSUBSCRIBED_REPS)
         return reps
     def offers(m: str, w: str) -> bool:  # the peers have twins of some workloads only
-        return m not in peers or w in peers[m][1]
+        return (m not in peers or w in peers[m][1]) and (m != GO_PER_NODE or w in DIVISIBLE)
     runs = [(rep, t, w, m, n, b) for rep in range(1, reps + 1) for t, m, n, b in configs for w in workloads
             if rep <= wanted(t, n) and offers(m, w)]
     random.Random(args.seed).shuffle(runs)
@@ -417,10 +526,11 @@ def main() -> int:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     runner = explib.Runner(timeout_s=120 if args.quick else 600, echo=False)
-    go_exe = build_go_twin(build, runner) if any(c[1] == "go" for c in configs) else None
-    if go_exe is None and any(c[1] == "go" for c in configs):
-        configs = [c for c in configs if c[1] != "go"]
-        runs = [r for r in runs if r[3] != "go"]
+    go_modes = ("go", GO_PER_NODE)
+    go_exe = build_go_twin(build, runner) if any(c[1] in go_modes for c in configs) else None
+    if go_exe is None and any(c[1] in go_modes for c in configs):
+        configs = [c for c in configs if c[1] not in go_modes]
+        runs = [r for r in runs if r[3] not in go_modes]
         if not runs:
             print(f"{PROG}: nothing left to run without Go", file=sys.stderr)
             return 1
@@ -457,6 +567,7 @@ def main() -> int:
                       {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
                        "modes": modes, "bindings": bindings, "seed": args.seed,
                        "peers": {m: {"executable": str(e), "workloads": ws} for m, (e, ws) in peers.items()},
+                       "go_per_node": per_node_na or f"numactl, one process per node of {cpu_nodes()}",
                        "order": "random (seeded)", "cpus_usable": real_cpus,
                        "topologies": [t.name for t in topologies],
                        "configurations": [[t.name, m, n, b] for t, m, n, b in configs]},
@@ -501,6 +612,26 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
             "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name}
     stats_file = logs / f"{run_id}.stats.json"
+    if m == GO_PER_NODE:
+        if go_exe is None:
+            row["error"] = "no Go"
+            return row
+        env = explib.go_environment(build)
+        row["runtime_env"] = f"numactl --cpunodebind=K --membind=K per node of {cpu_nodes()}, GOMAXPROCS={n // len(cpu_nodes())} each"
+        try:
+            result, errors = go_per_node_run(go_exe, w, size, n, env, runner.timeout_s)
+        except explib.Failed as e:
+            row["error"] = str(e).splitlines()[0]
+            return row
+        (logs / f"{run_id}.out").write_text(json.dumps(result) + "\n")
+        (logs / f"{run_id}.err").write_text(errors)
+        row |= {"kind": result["kind"], "seconds": result["seconds"], "throughput": result["throughput"],
+                "work": result["work"], "unit": result["unit"], "bind": "node"}
+        if not result["ok"]:
+            row["error"] = result["result"]
+            return row
+        row["ok"] = 1
+        return row
     if m == "go":
         if go_exe is None:
             row["error"] = "no Go"
@@ -513,6 +644,12 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             row["error"] = f"{PEERS[m][1]} not built"
             return row
         cmd = [peer, w, "--size", size, "--procs", str(n), "--bind", b]
+        if b == "pu":  # on the CPUs nugo's Ps run on, grouped by node as nugo places them
+            try:
+                cmd += ["--cpus", nugo_cpus(build, n)]
+            except explib.Failed as e:
+                row["error"] = str(e)
+                return row
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NUGO_", "OMP_", "GOMP_"))}
     else:
         cmd = [exe, w, "--size", size, "--placement", arm.placement]
@@ -561,7 +698,8 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
                 "pages_on_node": none_blank(result["pages_on_node"])}
     if m in PEERS:
         row |= {"bind": result["bind"], "runtime_env": result["runtime_env"]}
-        if result["mode"] != m or result["procs"] != n or result["bind"] != b:
+        # Asked pu, bound pu; asked none, bound none or (oneTBB's node arenas) to the nodes.
+        if result["mode"] != m or result["procs"] != n or (result["bind"] == "pu") != (b == "pu"):
             row["error"] = f"ran {result['mode']} at {result['procs']} workers bound {result['bind']}, not {m} at {n} bound {b}"
             return row
     elif m != "go":
@@ -613,7 +751,7 @@ PEERS_NOTE = (
 def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], list[list]]]:
     """Per workload kind: nugo (flat) against every other runtime that ran on `machine`, at each
     P count that is not oversubscribed, as times and time ratios with intervals."""
-    others = [m for m in ("go", *PEERS) if any(k[3] == m for k in by_key)]
+    others = [m for m in ("go", GO_PER_NODE, *PEERS) if any(k[3] == m for k in by_key)]
     if not any(m in PEERS for m in others):
         return []
     kinds: dict[str, set] = {}
@@ -632,7 +770,7 @@ def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], l
             flat = spread(("machine", w, n, "flat", b))
             cells, ratios = [], []
             for m in others:
-                x = spread(("machine", w, n, m, "none" if m == "go" else b))
+                x = spread(("machine", w, n, m, {"go": "none", GO_PER_NODE: "node"}.get(m, b)))
                 cells.append(x.with_ci() if x else "-")
                 if flat and x:
                     r, lo, hi = explib.ratio_interval(flat, x)

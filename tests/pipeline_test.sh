@@ -50,7 +50,8 @@ case "${1:-}" in
     work=$2/plot-sample
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
     $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
-    for f in scalability locality memory-speedup ablation penalty micro preempt http timeline; do
+    for f in scalability locality memory-speedup ablation penalty peers-compute peers-memory peers-communication \
+             micro preempt http timeline; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
@@ -60,7 +61,8 @@ case "${1:-}" in
     for m in SweepRuns MachineCpus GitRevision MicroCreateVsGo MicroChanSyncVsGo PreemptNugoPNinetyNine \
              HttpVsGoRaw ComputeFlatOverNuma MemorySpeedupTwo StealsRemoteFlatTwoNode RunsHomeNumaTwoNode \
              StealsRemoteNumaTwentyFourNode LatencyRemoteFactorTwoNode LatencyRemoteBlocksFlat \
-             AblationSpeedupPinned AblationUniformBoth AblationRemoteFlat AblationRemotePinned FibMovedFlat; do
+             AblationSpeedupPinned AblationUniformBoth AblationRemoteFlat AblationRemotePinned FibMovedFlat \
+             PeerTbbCompute PeerOmpMemory PeerFiberCommunication PeerGoCompute PeerProcs; do
       line=$(grep -F "{\\num$m}" "$work/generated/numbers.tex") || fail "\\num$m is not written"
       case "$line" in *"{n/a}"*) fail "\\num$m is n/a" ;; esac
     done
@@ -160,6 +162,67 @@ for r in rows:
 assert seen == set(places), seen
 PY
     echo "ablation.py --quick: every arm places or not as it says, with the same binding"
+    ;;
+  peers)
+    # sweep.py with the C++ peers: each runs the workloads it has a twin of, bound as nugo is,
+    # with its settings on the row, and sweep.md sets nugo against each of them per kind.
+    build=$2 work=$3/peers-quick
+    rm -rf "$work"
+    $py "$root/scripts/sweep.py" --build-dir "$build" --out "$work" --quick --topology machine --procs 1,2 \
+      --modes flat,tbb,omp,fiber,go_numactl --only fib,triad,sieve --repetitions 2 >"$work.log" 2>&1 \
+      || { tail -20 "$work.log" >&2; fail "sweep.py with the peers failed"; }
+    $py - "$work/results.csv" "$root/scripts" "$build" <<'PY' || fail "a peer's rows are not what was asked"
+import csv, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+import sweep
+cpus = {n: sweep.nugo_cpus(Path(sys.argv[3]), n).replace("/", ",").split(",") for n in (1, 2)}
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all(r["ok"] == "1" for r in rows), [r["error"] for r in rows if r["ok"] != "1"]
+ran = {(r["mode"], r["workload"]) for r in rows} - {("go_numactl", "triad")}  # that one on several nodes only
+want = {("flat", w) for w in ("fib", "triad", "sieve")} | {(m, w) for m in ("tbb", "omp") for w in ("fib", "triad")} \
+    | {("fiber", "sieve")}
+assert ran == want, ran ^ want  # a peer runs only the workloads it has a twin of
+for r in rows:
+    if r["mode"] == "go_numactl":
+        assert r["bind"] == "node", r
+        continue
+    assert r["bind"] == "pu" and r["bind_asked"] == "pu", r
+    env = r["runtime_env"]
+    assert env, r
+    if r["mode"] == "omp":
+        # on the CPUs nugo's Ps run on (nugo-topo), one place each
+        places = ",".join("{%s}" % c for c in cpus[int(r["procs"])])
+        assert "OMP_PROC_BIND=close" in env and f"OMP_PLACES={places} " in env and f"OMP_NUM_THREADS={r['procs']}" in env, env
+    if r["mode"] == "flat":
+        assert "NUGO_BIND=pu" in env and f"NUGO_PROCS={r['procs']}" in env, env
+PY
+    for kind in compute memory communication; do
+      grep -q "^### $kind workloads" "$work/sweep.md" || fail "sweep.md has no table of the $kind workloads against the peers"
+    done
+    grep -q "flat/oneTBB" "$work/sweep.md" && grep -q "flat/Boost.Fiber" "$work/sweep.md" \
+      || fail "sweep.md does not set nugo against each peer"
+    # Go per node (numactl): n/a on a one-node machine, and said; its protocol (a process per
+    # node, each its part, started together at a barrier, the slowest part's time) runs on the
+    # nodes this machine has.
+    if command -v go >/dev/null; then
+      grep -q "Go per node (numactl): n/a: this machine has 1 NUMA node" "$work.log" || [ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] \
+        || fail "sweep.py did not say why Go per node did not run"
+      go_exe=$work/go-workload  # built from the sources of this tree, as sweep.py builds it
+      (cd "$root/experiments/baselines/go" && env GOCACHE="$build/go-cache" GOPATH="$build/gopath" \
+        GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local go build -o "$go_exe" ./workloads) || fail "go build failed"
+      $py - "$root/scripts" "$go_exe" "$build" <<'PY' || fail "Go per node's processes did not run their parts together"
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import explib, sweep
+for w in sweep.DIVISIBLE:
+    result, errors = sweep.go_per_node_run(Path(sys.argv[2]), w, "tiny", 2 * len(sweep.cpu_nodes()),
+                                           explib.go_environment(Path(sys.argv[3])), 120)
+    assert result["ok"] and result["seconds"] > 0 and result["result"].startswith("node "), (w, result, errors)
+PY
+    fi
+    echo "sweep.py with the peers: each ran its twins, bound as nugo, and sweep.md compares them"
     ;;
   bad-input)
     build=$2

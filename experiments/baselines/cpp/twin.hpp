@@ -9,8 +9,10 @@
 //    "bind": "pu", "runtime_env": "...", "nodes": 1, "ok": true, "seconds": ..., ...}
 //
 // --procs N (default: the CPUs this process may use) is the twin's worker count, its Ps;
-// --bind pu pins worker k to the k-th of those CPUs (nugo's NUGO_BIND=pu), none leaves the
-// threads to the OS. Exit status 0 if the result is right, 1 if not, 2 for a bad command line.
+// --bind pu pins worker k to the k-th CPU of --cpus (sweep.py passes the CPUs nugo gives its Ps,
+// grouped by node: nugo's NUGO_BIND=pu), none leaves the threads to the OS. Exit status 0 if
+// the result is right, 1 if not, 2 for a bad command line or a runtime that cannot be set up
+// as asked.
 #pragma once
 
 #include <sched.h>
@@ -51,9 +53,12 @@ struct Kernels {
   // a, b, c of `total` elements; heavy > 1: the skewed triad (three times the data on the
   // first NUMA node, where the runtime places data per node).
   std::function<double(double* a, double* b, double* c, std::size_t total, int passes, int heavy)> triad;
+  // Whether the runtime puts data on nodes the program names: the skewed triad needs it (and is
+  // offered only then), since on a runtime that places by first touch it is the triad.
+  bool places_data_by_node = true;
   // Two n x n grids; after an even number of sweeps the result is in g, else in o.
   std::function<double(double* g, double* o, std::size_t n, int sweeps)> stencil;
-  // Counts the input into buckets (256, zeroed by the kernel at each pass) `passes` times.
+  // Counts the input into 256 buckets at each pass: pass p's into buckets[256 p, 256 p + 256).
   std::function<double(std::uint8_t* input, std::size_t total, int passes, std::uint64_t* buckets)> histogram;
   // The matrix's row offsets are filled (a serial prefix sum); col, val, x and y are not.
   std::function<double(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, double* y,
@@ -70,7 +75,20 @@ struct Workload {
   std::function<Outcome(Size)> run;
 };
 
-enum class Bind { pu, none };
+enum class Bind { pu, node, none };
+inline const char* name(Bind b) { return b == Bind::pu ? "pu" : b == Bind::node ? "node" : "none"; }
+
+// Where the workers run. With --bind pu, worker k runs on the k-th CPU of `cpus` (--cpus: the
+// CPUs nugo gives its Ps, which sweep.py reads from nugo-topo, so that both bind alike; else
+// the usable CPUs in order). --cpus also groups them by NUMA node, in node order, as nugo
+// places its Ps: "0,1/12,13" is two workers on the first node and two on the second. The
+// groups are what the runtimes that place data per node (oneTBB's arenas) split it by.
+struct Placement {
+  Bind bind = Bind::none;
+  std::vector<std::vector<int>> nodes;  // --cpus, by node; empty when not given
+
+  std::vector<int> cpus() const;
+};
 
 // What the runtime was started with, for the JSON line.
 struct Started {
@@ -85,10 +103,10 @@ struct Runtime {
   Kernels kernels;
   // Starts the runtime with `procs` workers, bound as asked, before the workload runs; may
   // refuse (a std::exception: a bad setting, named).
-  std::function<Started(int procs, Bind bind)> start;
+  std::function<Started(int procs, const Placement& where)> start;
 };
 
-// The CPUs this process may use, in order: worker k of a pu-bound runtime runs on the k-th.
+// The CPUs this process may use, in order.
 inline std::vector<int> usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -99,14 +117,56 @@ inline std::vector<int> usable_cpus() {
   return cpus;
 }
 
-// Pins the calling thread to the slot-th usable CPU (modulo their number).
-inline void pin_to_slot(int slot) {
-  static const std::vector<int> cpus = usable_cpus();
-  if (cpus.empty()) return;
+inline std::vector<int> Placement::cpus() const {
+  std::vector<int> all;
+  for (const auto& node : nodes) all.insert(all.end(), node.begin(), node.end());
+  return nodes.empty() ? usable_cpus() : all;
+}
+
+// Pins the calling thread to the slot-th of `cpus` (modulo their number).
+inline void pin_to_slot(const std::vector<int>& cpus, int slot) {
+  if (cpus.empty() || slot < 0) return;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpus[static_cast<std::size_t>(slot) % cpus.size()], &one);
   sched_setaffinity(0, sizeof one, &one);
+}
+
+// The machine's online CPUs (/sys/devices/system/cpu/online, "0-3,8-11"). Not this process's
+// affinity: libgomp narrows that to the first place before main when OMP_PROC_BIND is set.
+inline std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/online", "r");
+  if (!f) return usable_cpus();
+  int lo = 0, hi = 0;
+  char sep = 0;
+  while (std::fscanf(f, "%d", &lo) == 1) {
+    hi = lo;
+    if (std::fscanf(f, "%c", &sep) == 1 && sep == '-' && std::fscanf(f, "%d%c", &hi, &sep) < 1) break;
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    if (sep != ',') break;
+  }
+  std::fclose(f);
+  return cpus;
+}
+
+// --cpus "a,b/c,d": the CPUs by node; empty on a malformed list or a CPU the machine lacks.
+inline std::vector<std::vector<int>> parse_cpus(const std::string& text) {
+  const std::vector<int> usable = online_cpus();
+  std::vector<std::vector<int>> nodes(1);
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    char* end = nullptr;
+    const long cpu = std::strtol(text.c_str() + at, &end, 10);
+    const std::size_t next = static_cast<std::size_t>(end - text.c_str());
+    if (next == at || std::find(usable.begin(), usable.end(), cpu) == usable.end()) return {};
+    nodes.back().push_back(static_cast<int>(cpu));
+    if (next == text.size()) return nodes;
+    if (text[next] == '/') nodes.emplace_back();
+    else if (text[next] != ',') return {};
+    at = next + 1;
+  }
+  return {};
 }
 
 // Memory for a memory-bound kernel, allocated and not touched (large arrays are fresh pages
@@ -198,7 +258,7 @@ o.unit = "bytes";
   };
   if (k.triad) {
     all.push_back({"triad", "memory", triad(1)});
-    all.push_back({"triad_skew", "memory", triad(3)});
+    if (k.places_data_by_node) all.push_back({"triad_skew", "memory", triad(3)});
   }
   if (k.stencil)
     all.push_back({"stencil", "memory", [&k](Size s) {
@@ -227,11 +287,11 @@ out.unit = "cells";
                      const auto [requested, passes] = sizes::histogram[s];
                      const std::size_t total = workloads::histogram_total(requested);
                      auto input = untouched<std::uint8_t>(total);
-                     std::uint64_t buckets[256];
+                     std::vector<std::uint64_t> buckets(256 * static_cast<std::size_t>(passes), 0);
                      Outcome o;
 o.unit = "bytes";
-                     o.seconds = k.histogram(input.get(), total, passes, buckets);
-                     o.ok = true;
+                     o.seconds = k.histogram(input.get(), total, passes, buckets.data());
+                     o.ok = true;  // every pass's every bucket
                      for (std::uint64_t count : buckets) o.ok = o.ok && count == total / 256;
                      o.work = static_cast<double>(total) * passes;
                      o.result = o.ok ? "every bucket exact" : "WRONG counts";
@@ -303,7 +363,8 @@ o.unit = "messages";
 [[noreturn]] inline void usage(const Runtime& rt, const std::string& problem) {
   const std::vector<Workload> offered = workloads_of(rt.kernels, 1);
   std::fprintf(stderr,
-               "%s: %s\nusage: %s WORKLOAD [--size tiny|small|default|large] [--procs N] [--bind pu|none]\n"
+               "%s: %s\nusage: %s WORKLOAD [--size tiny|small|default|large] [--procs N] [--bind pu|none] "
+               "[--cpus A,B/C,D]\n"
                "workloads:",
                rt.program, problem.c_str(), rt.program);
   for (const Workload& w : offered) std::fprintf(stderr, " %s", w.name);
@@ -315,7 +376,7 @@ inline int main(int argc, char** argv, const Runtime& rt) {
   if (argc < 2) usage(rt, "no workload named");
   Size size = workloads::standard;
   int procs = static_cast<int>(usable_cpus().size());
-  Bind bind = Bind::none;
+  Placement where;
   for (int i = 2; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--size") == 0 && has_value) {
@@ -330,13 +391,20 @@ inline int main(int argc, char** argv, const Runtime& rt) {
       procs = static_cast<int>(n);
     } else if (std::strcmp(argv[i], "--bind") == 0 && has_value) {
       const std::string b = argv[++i];
-      if (b == "pu") bind = Bind::pu;
-      else if (b == "none") bind = Bind::none;
+      if (b == "pu") where.bind = Bind::pu;
+      else if (b == "none") where.bind = Bind::none;
       else usage(rt, "unknown --bind '" + b + "' (pu or none)");
+    } else if (std::strcmp(argv[i], "--cpus") == 0 && has_value) {
+      where.nodes = parse_cpus(argv[++i]);
+      if (where.nodes.empty())
+        usage(rt, std::string("--cpus '") + argv[i] + "': online CPUs of this machine, by node: 0,1/12,13");
     } else {
       usage(rt, std::string("unknown argument '") + argv[i] + "'");
     }
   }
+  if (!where.nodes.empty() && where.cpus().size() != static_cast<std::size_t>(procs))
+    usage(rt, "--cpus names " + std::to_string(where.cpus().size()) + " CPUs for " + std::to_string(procs) +
+                  " workers: one each");
   const std::vector<Workload> offered = workloads_of(rt.kernels, procs);
   const Workload* workload = nullptr;
   for (const Workload& w : offered)
@@ -344,7 +412,7 @@ inline int main(int argc, char** argv, const Runtime& rt) {
   if (!workload) usage(rt, std::string("unknown workload '") + argv[1] + "'");
   Started started;
   try {
-    started = rt.start(procs, bind);
+    started = rt.start(procs, where);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", rt.program, e.what());
     return 2;
@@ -361,7 +429,7 @@ inline int main(int argc, char** argv, const Runtime& rt) {
               "\"emulated\": false, \"ok\": %s, \"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", "
               "\"throughput\": %.6g, \"result\": \"%s\"}\n",
               workload->name, workload->kind, workloads::kSizeNames[size], procs, rt.mode,
-              started.bind == Bind::pu ? "pu" : "none", workloads::json_escape(started.env).c_str(), started.nodes,
+              name(started.bind), workloads::json_escape(started.env).c_str(), started.nodes,
               outcome.ok ? "true" : "false", outcome.seconds, outcome.work, outcome.unit,
               outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,
               workloads::json_escape(outcome.result).c_str());

@@ -8,7 +8,8 @@
 // match to Go's Ps; work_stealing at N = 1 too, so that every P count runs the same
 // scheduler). Its threads spin while they have nothing to run (work_stealing without
 // `suspend`, like Go's spinning Ms: with it, an idle thread sleeps and is woken only for
-// fibers made ready on it, never to steal). --bind pu pins thread k to the k-th usable CPU.
+// fibers made ready on it, never to steal). --bind pu pins thread k to the k-th CPU of --cpus
+// (nugo's Ps' CPUs; else the usable CPUs in order).
 //
 // The departures from Go's programs, all forced by Boost.Fiber:
 //   - skynet (skynet.hpp): 16 KiB stacks and a buffered channel of 16 per parent;
@@ -35,16 +36,18 @@ namespace {
 class Pool {
  public:
   // The calling thread and procs - 1 helpers; returns once all of them run work_stealing.
-  void start(int procs, twin::Bind bind) {
+  void start(int procs, const twin::Placement& where) {
+    const bool pin = where.bind == twin::Bind::pu;
+    const std::vector<int> cpus = where.cpus();
     for (int k = 1; k < procs; ++k)
-      helpers_.emplace_back([this, procs, bind, k] {
-        if (bind == twin::Bind::pu) twin::pin_to_slot(k);
+      helpers_.emplace_back([this, procs, pin, cpus, k] {
+        if (pin) twin::pin_to_slot(cpus, k);
         boost::fibers::use_scheduling_algorithm<boost::fibers::algo::work_stealing>(static_cast<std::uint32_t>(procs));
         // The helper's main fiber blocks here while the thread's dispatcher runs and steals.
         std::unique_lock<boost::fibers::mutex> lock(mutex_);
         stopped_.wait(lock, [this] { return stopping_; });
       });
-    if (bind == twin::Bind::pu) twin::pin_to_slot(0);
+    if (pin) twin::pin_to_slot(cpus, 0);
     // Waits on work_stealing's barrier for the helpers.
     boost::fibers::use_scheduling_algorithm<boost::fibers::algo::work_stealing>(static_cast<std::uint32_t>(procs));
   }
@@ -73,9 +76,9 @@ Pool& pool() {
   return p;
 }
 
-twin::Started start(int procs, twin::Bind bind) {
-  pool().start(procs, bind);
-  return {bind, 1, "work_stealing(" + std::to_string(procs) + "), spinning when idle"};
+twin::Started start(int procs, const twin::Placement& where) {
+  pool().start(procs, where);
+  return {where.bind, 1, "work_stealing(" + std::to_string(procs) + "), spinning when idle"};
 }
 
 template <class T>

@@ -5,16 +5,17 @@
 //   - the fork-join kernels with `#pragma omp task` and `taskwait` inside one parallel region's
 //     `single`: a task per call or child where nugo starts a goroutine, and no serial cut-off
 //     where nugo has none. skynet's sums come back through the join: OpenMP has no channels.
-//   - the memory-bound kernels with `parallel for schedule(static)`, the data first touched by
+//   - the memory-bound kernels with `parallel for schedule(static)` (spmv: a static partition
+//     of its rows balanced by non-zeros, its rows being skewed), the data first touched by
 //     the same static schedule, so that each thread's pages are on its node when the threads
 //     are bound (OMP_PROC_BIND) and spread: OpenMP's NUMA practice. The stencil keeps one
 //     parallel region over all its sweeps; the histogram is an array reduction. OpenMP places
 //     data by where the threads touch it, not by a node the program names, so triad_skew's
-//     three-to-one split does not exist for it: on any machine it is the triad.
+//     three-to-one split does not exist for it: it would be the triad, and is not offered.
 //
 // --procs N is the team size (omp_set_num_threads). --bind pu runs with OMP_PROC_BIND=close and
-// OMP_PLACES=threads (thread k on the k-th hardware thread: nugo's NUGO_BIND=pu), --bind none
-// with OMP_PROC_BIND=false. libgomp reads them when it is loaded, before main: so when they
+// OMP_PLACES={a},{b},... from --cpus (thread k on nugo's P k's CPU; without --cpus,
+// OMP_PLACES=threads), --bind none with OMP_PROC_BIND=false. libgomp reads them when it is loaded, before main: so when they
 // differ from what --bind asks, the twin sets them and executes itself again. The row records
 // them (runtime_env), with OMP_WAIT_POLICY and GOMP_SPINCOUNT when set.
 #include <omp.h>
@@ -30,30 +31,50 @@ namespace {
 
 // ---- the runtime ----
 
-const char* env_or(const char* name, const char* otherwise) {
-  const char* v = std::getenv(name);
-  return v ? v : otherwise;
-}
-
-twin::Started start(int procs, twin::Bind bind, char** argv) {
-  const char* want_bind = bind == twin::Bind::pu ? "close" : "false";
-  const char* want_places = bind == twin::Bind::pu ? "threads" : nullptr;
-  const char* places = std::getenv("OMP_PLACES");
-  const bool places_ok = want_places ? places && std::strcmp(places, want_places) == 0 : places == nullptr;
-  if (std::strcmp(env_or("OMP_PROC_BIND", ""), want_bind) != 0 || !places_ok) {
-    if (std::getenv("OMP_WORKLOAD_REEXECUTED"))  // set before the first execution: libgomp ignored them
-      throw std::runtime_error(std::string("OMP_PROC_BIND=") + want_bind + " did not take effect");
+twin::Started start(int procs, const twin::Placement& where, char** argv) {
+  // pu: thread k on place k, the k-th CPU of --cpus (nugo's Ps' CPUs), else the k-th hardware
+  // thread; none: no binding, and no places.
+  const bool pin = where.bind == twin::Bind::pu;
+  const char* want_bind = pin ? "close" : "false";
+  std::string want_places;
+  if (pin && !where.nodes.empty()) {
+    for (int cpu : where.cpus()) want_places += (want_places.empty() ? "{" : ",{") + std::to_string(cpu) + "}";
+  } else if (pin) {
+    want_places = "threads";
+  }
+  const char* bind_now = std::getenv("OMP_PROC_BIND");
+  const char* places_now = std::getenv("OMP_PLACES");
+  if (!bind_now || std::strcmp(bind_now, want_bind) != 0 || want_places != (places_now ? places_now : "")) {
+    if (std::getenv("OMP_WORKLOAD_REEXECUTED"))  // set for this execution: libgomp ignored them?
+      throw std::runtime_error(std::string("OMP_PROC_BIND=") + want_bind + " OMP_PLACES=" + want_places +
+                               " did not take effect");
     setenv("OMP_PROC_BIND", want_bind, 1);
-    if (want_places) setenv("OMP_PLACES", want_places, 1);
+    if (pin) setenv("OMP_PLACES", want_places.c_str(), 1);
     else unsetenv("OMP_PLACES");
     setenv("OMP_WORKLOAD_REEXECUTED", "1", 1);
+    // libgomp, loaded with the old settings, may have bound this thread to its first place, and
+    // the binding would outlive the exec: give the next libgomp the CPUs it is to place on.
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int cpu : where.nodes.empty() ? twin::online_cpus() : where.cpus()) CPU_SET(cpu, &cpus);
+    sched_setaffinity(0, sizeof cpus, &cpus);
     execv("/proc/self/exe", argv);
     throw std::runtime_error(std::string("could not execute itself again with OMP_PROC_BIND set: ") + std::strerror(errno));
   }
   omp_set_num_threads(procs);
+  // The team, made now (so that its threads' creation is not in the first kernel's time), and
+  // checked: the size asked (OMP_DYNAMIC or OMP_THREAD_LIMIT could shrink it) and one place each.
+  int team = 0, places = omp_get_num_places();
+#pragma omp parallel
+#pragma omp single
+  team = omp_get_num_threads();
+  if (team != procs) throw std::runtime_error("a team of " + std::to_string(team) + " threads, not " + std::to_string(procs));
+  if (pin && places < procs)
+    throw std::runtime_error("OMP_PLACES=" + want_places + " gives " + std::to_string(places) + " places for " +
+                             std::to_string(procs) + " threads");
   twin::Started started;
   started.bind = omp_get_proc_bind() == omp_proc_bind_false ? twin::Bind::none : twin::Bind::pu;
-  started.env = std::string("OMP_PROC_BIND=") + want_bind + (want_places ? std::string(" OMP_PLACES=") + want_places : "") +
+  started.env = std::string("OMP_PROC_BIND=") + want_bind + (pin ? " OMP_PLACES=" + want_places : "") +
                 " OMP_NUM_THREADS=" + std::to_string(procs);
   for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
     if (const char* v = std::getenv(name)) started.env += std::string(" ") + name + "=" + v;
@@ -182,34 +203,50 @@ double histogram(std::uint8_t* input, std::size_t total, int passes, std::uint64
   for (long i = 0; i < n; ++i) input[i] = workloads::histogram_input(static_cast<std::size_t>(i));
   double seconds = 0;
   for (int pass = 0; pass < passes; ++pass) {
+    std::uint64_t* counts = buckets + 256 * pass;
     const auto start = workloads::Clock::now();
-    std::fill(buckets, buckets + 256, 0);
-#pragma omp parallel for schedule(static) reduction(+ : buckets[:256])
-    for (long i = 0; i < n; ++i) ++buckets[input[i]];
+#pragma omp parallel for schedule(static) reduction(+ : counts[:256])
+    for (long i = 0; i < n; ++i) ++counts[input[i]];
     seconds += workloads::seconds_since(start);
   }
   return seconds;
 }
 
+// The rows of thread t of T: a static partition balanced by non-zeros (the rows whose first
+// non-zero falls in [nnz t / T, nnz (t + 1) / T)), as an OpenMP programmer balances skewed rows
+// while keeping a static schedule, and with it first touch, for locality.
+std::pair<std::size_t, std::size_t> my_rows(const std::size_t* ptr, std::size_t rows) {
+  const auto t = static_cast<std::size_t>(omp_get_thread_num()), team = static_cast<std::size_t>(omp_get_num_threads());
+  auto row_at = [&](std::size_t k) {
+    return static_cast<std::size_t>(std::lower_bound(ptr, ptr + rows, ptr[rows] * k / team) - ptr);
+  };
+  return {row_at(t), row_at(t + 1)};
+}
+
 double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, double* y, std::size_t rows, int passes) {
-  const long n = signed_size(rows);
-#pragma omp parallel for schedule(static)
-  for (long row = 0; row < n; ++row) {
-    const auto r = static_cast<std::size_t>(row);
-    y[r] = 0;
-    x[r] = workloads::spmv_x(r);
-    for (std::size_t i = ptr[r], j = 0; i < ptr[r + 1]; ++i, ++j) {
-      col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, r, j));
-      val[i] = workloads::spmv_value(r, j);
+#pragma omp parallel
+  {
+    const auto [lo, hi] = my_rows(ptr, rows);
+    for (std::size_t r = lo; r < hi; ++r) {
+      y[r] = 0;
+      for (std::size_t i = ptr[r], j = 0; i < ptr[r + 1]; ++i, ++j) {
+        col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, r, j));
+        val[i] = workloads::spmv_value(r, j);
+      }
     }
+#pragma omp for schedule(static)
+    for (long i = 0; i < signed_size(rows); ++i) x[i] = workloads::spmv_x(static_cast<std::size_t>(i));
   }
   const auto start = workloads::Clock::now();
   for (int pass = 0; pass < passes; ++pass) {
-#pragma omp parallel for schedule(static)
-    for (long row = 0; row < n; ++row) {
-      double sum = 0;
-      for (std::size_t i = ptr[row]; i < ptr[row + 1]; ++i) sum += val[i] * x[col[i]];
-      y[row] = sum;
+#pragma omp parallel
+    {
+      const auto [lo, hi] = my_rows(ptr, rows);
+      for (std::size_t r = lo; r < hi; ++r) {
+        double sum = 0;
+        for (std::size_t i = ptr[r]; i < ptr[r + 1]; ++i) sum += val[i] * x[col[i]];
+        y[r] = sum;
+      }
     }
   }
   return workloads::seconds_since(start);
@@ -233,5 +270,8 @@ int main(int argc, char** argv) {
   k.stencil = stencil;
   k.histogram = histogram;
   k.spmv = spmv;
-  return twin::main(argc, argv, {"omp-workload", "omp", k, [argv](int procs, twin::Bind bind) { return start(procs, bind, argv); }});
+  k.places_data_by_node = false;  // no triad_skew: see above
+  return twin::main(argc, argv, {"omp-workload", "omp", k, [argv](int procs, const twin::Placement& where) {
+                                   return start(procs, where, argv);
+                                 }});
 }

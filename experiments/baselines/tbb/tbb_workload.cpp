@@ -11,12 +11,15 @@
 //     node, constrained to it (task_arena::constraints{numa_id}, which needs libtbbbind and
 //     hwloc), each node's part of the data first touched and then worked inside its arena,
 //     the nodes' parts split in proportion to their workers (triad_skew: three times as much
-//     on the first node, as nugo's). Arenas do not share work: a node done first idles.
+//     on the first node, as nugo's; spmv: a copy of x per node, as nugo's). Arenas do not
+//     share work: a node done first idles.
 //
-// --procs N caps TBB's parallelism at N threads (global_control), the calling thread included;
-// --bind pu pins the thread in arena slot k to the k-th usable CPU (a task_scheduler_observer:
-// TBB's own way to place its threads); with node arenas, TBB binds each arena's threads to
-// its node itself and --bind pu is reported as what it is, node binding.
+// --procs N caps TBB's parallelism at N threads (global_control), the calling thread included.
+// --bind pu pins the thread in arena slot k to the k-th CPU of --cpus (nugo's Ps' CPUs; a
+// task_scheduler_observer, TBB's own way to place its threads), in each node's arena to the
+// k-th of that node's. --cpus's node groups decide the node arenas; without it, on several
+// nodes the threads are split evenly and the constraints bind them to their node only (the row
+// says bind node). The threads are started before the first kernel.
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
@@ -36,48 +39,74 @@ namespace {
 
 // ---- the runtime: the arenas, and where each node's part of the data is ----
 
+// Pins the thread in arena slot k to the k-th of its CPUs, each time it enters the arena.
 class PinSlots : public tbb::task_scheduler_observer {
  public:
-  explicit PinSlots(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) { observe(true); }
-  void on_scheduler_entry(bool) override { twin::pin_to_slot(tbb::this_task_arena::current_thread_index()); }
+  PinSlots(tbb::task_arena& arena, std::vector<int> cpus)
+      : tbb::task_scheduler_observer(arena), cpus_(std::move(cpus)) {
+    observe(true);
+  }
+  ~PinSlots() override { observe(false); }
+  void on_scheduler_entry(bool) override { twin::pin_to_slot(cpus_, tbb::this_task_arena::current_thread_index()); }
+
+ private:
+  std::vector<int> cpus_;
 };
 
 struct Tbb {
   std::unique_ptr<tbb::global_control> parallelism;
   std::unique_ptr<tbb::task_arena> all;                 // every thread: the fork-join kernels
-  std::vector<std::unique_ptr<tbb::task_arena>> nodes;  // one per NUMA node used (or all, on one)
-  std::vector<int> weight;                              // each node arena's threads
-  std::unique_ptr<PinSlots> pin;
+  std::vector<std::unique_ptr<tbb::task_arena>> nodes;  // with several nodes: an arena per node
+  std::vector<int> weight;                              // each node's threads (one entry on one node)
+  std::vector<std::unique_ptr<PinSlots>> pins;
 };
 Tbb& tbb_runtime() {
   static Tbb rt;
   return rt;
 }
 
-twin::Started start(int procs, twin::Bind bind) {
+template <class F>
+void in_node_arenas(const F& part);
+
+twin::Started start(int procs, const twin::Placement& where) {
   Tbb& rt = tbb_runtime();
   rt.parallelism = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                          static_cast<std::size_t>(procs));
   rt.all = std::make_unique<tbb::task_arena>(procs);
-  twin::Started started;
-  started.bind = bind;
-  std::vector<tbb::numa_node_id> numa = tbb::info::numa_nodes();
-  const int used = std::min<int>(static_cast<int>(numa.size()), procs);
-  if (used > 1) {  // the NUMA recipe: an arena per node, the threads split over them
-    for (int k = 0; k < used; ++k) {
-      const int threads = procs * (k + 1) / used - procs * k / used;
-      rt.nodes.push_back(std::make_unique<tbb::task_arena>(tbb::task_arena::constraints{numa[k], threads}));
-      rt.weight.push_back(threads);
-    }
-    started.nodes = used;
-    started.env = "task_arena per NUMA node (constraints{numa_id})";
-    started.bind = twin::Bind::none;  // TBB binds each arena's threads to its node
+  const bool pin = where.bind == twin::Bind::pu;
+  if (pin) rt.pins.push_back(std::make_unique<PinSlots>(*rt.all, where.cpus()));
+  // The nodes' threads: --cpus's groups, else (several NUMA nodes) the workers split evenly.
+  const std::vector<tbb::numa_node_id> numa = tbb::info::numa_nodes();
+  if (!where.nodes.empty()) {
+    for (const auto& node : where.nodes) rt.weight.push_back(static_cast<int>(node.size()));
   } else {
-    rt.weight.push_back(procs);
-    if (bind == twin::Bind::pu) rt.pin = std::make_unique<PinSlots>(*rt.all);
-    started.env = numa.size() > 1 ? "one task_arena (fewer threads than NUMA nodes)" : "one task_arena";
+    const int used = std::min<int>(static_cast<int>(numa.size()), procs);
+    for (int k = 0; k < used; ++k) rt.weight.push_back(procs * (k + 1) / used - procs * k / used);
+  }
+  twin::Started started{where.bind, 1, "one task_arena"};
+  if (rt.weight.size() > 1) {
+    // TBB's NUMA recipe: an arena per node, constrained to it. The main thread works in the
+    // first (its reserved slot); the others have no slot for it, so that all their threads are
+    // workers and every node has as many threads working as it was given.
+    if (rt.weight.size() > numa.size())
+      throw std::runtime_error("--cpus groups the workers on " + std::to_string(rt.weight.size()) +
+                               " NUMA nodes, and oneTBB sees " + std::to_string(numa.size()) +
+                               " (it needs libtbbbind and hwloc to see them)");
+    for (std::size_t k = 0; k < rt.weight.size(); ++k) {
+      rt.nodes.push_back(std::make_unique<tbb::task_arena>(tbb::task_arena::constraints{numa[k], rt.weight[k]},
+                                                           k == 0 ? 1 : 0));
+      if (pin && !where.nodes.empty()) rt.pins.push_back(std::make_unique<PinSlots>(*rt.nodes[k], where.nodes[k]));
+    }
+    started.nodes = static_cast<int>(rt.weight.size());
+    started.env = "a task_arena per NUMA node (constraints{numa_id})";
+    // Without --cpus, the constraints bind each arena's threads to its node, no closer.
+    if (where.nodes.empty()) started.bind = twin::Bind::node;
   }
   started.env += ", max_allowed_parallelism=" + std::to_string(procs);
+  // Start the threads now, so that their creation is not in the first kernel's time (nugo's Ps
+  // and Go's exist before the kernel; libgomp's team is made in start() too).
+  rt.all->execute([procs] { tbb::parallel_for(0, 64 * procs, [](int) {}); });
+  in_node_arenas([](std::size_t) { tbb::parallel_for(0, 64, [](int) {}); });
   return started;
 }
 
@@ -112,8 +141,9 @@ void in_node_arenas(const F& part) {
     return;
   }
   std::vector<tbb::task_group> groups(rt.nodes.size());
-  for (std::size_t k = 0; k < rt.nodes.size(); ++k) rt.nodes[k]->execute([&, k] { groups[k].run([&, k] { part(k); }); });
-  for (std::size_t k = 0; k < rt.nodes.size(); ++k) rt.nodes[k]->execute([&, k] { groups[k].wait(); });
+  for (std::size_t k = 1; k < rt.nodes.size(); ++k) rt.nodes[k]->execute([&, k] { groups[k].run([&, k] { part(k); }); });
+  rt.nodes[0]->execute([&] { part(0); });
+  for (std::size_t k = 1; k < rt.nodes.size(); ++k) rt.nodes[k]->execute([&, k] { groups[k].wait(); });
 }
 
 using Range = tbb::blocked_range<std::size_t>;
@@ -253,33 +283,47 @@ double histogram(std::uint8_t* input, std::size_t total, int passes, std::uint64
             return x;
           });
     });
-    std::fill(buckets, buckets + 256, 0);
     for (const Counts& c : per_node)
-      for (int b = 0; b < 256; ++b) buckets[b] += c[b];
+      for (int b = 0; b < 256; ++b) buckets[256 * pass + b] += c[b];
     seconds += workloads::seconds_since(start);
   }
   return seconds;
 }
 
 double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, double* y, std::size_t rows, int passes) {
-  for_each_part(rows, 1, [&](const Range& r) {
-    for (std::size_t row = r.begin(); row < r.end(); ++row) {
-      y[row] = 0;
-      x[row] = workloads::spmv_x(row);
-      for (std::size_t i = ptr[row], j = 0; i < ptr[row + 1]; ++i, ++j) {
-        col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, row, j));
-        val[i] = workloads::spmv_value(row, j);
+  // Each node's rows, y and its own copy of x (nugo's layout); one node: the x given.
+  const auto parts = node_parts(rows, 1);
+  std::vector<std::unique_ptr<double[]>> copies;
+  std::vector<double*> xs{x};
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    copies.push_back(twin::untouched<double>(rows));
+    xs.push_back(copies.back().get());
+  }
+  in_node_arenas([&](std::size_t k) {
+    tbb::parallel_for(Range(parts[k].first, parts[k].second), [&](const Range& r) {
+      for (std::size_t row = r.begin(); row < r.end(); ++row) {
+        y[row] = 0;
+        for (std::size_t i = ptr[row], j = 0; i < ptr[row + 1]; ++i, ++j) {
+          col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, row, j));
+          val[i] = workloads::spmv_value(row, j);
+        }
       }
-    }
+    });
+    tbb::parallel_for(Range(0, rows), [&](const Range& r) {
+      for (std::size_t i = r.begin(); i < r.end(); ++i) xs[k][i] = workloads::spmv_x(i);
+    });
   });
   const auto start = workloads::Clock::now();
   for (int pass = 0; pass < passes; ++pass)
-    for_each_part(rows, 1, [&](const Range& r) {
-      for (std::size_t row = r.begin(); row < r.end(); ++row) {
-        double sum = 0;
-        for (std::size_t i = ptr[row]; i < ptr[row + 1]; ++i) sum += val[i] * x[col[i]];
-        y[row] = sum;
-      }
+    in_node_arenas([&](std::size_t k) {
+      const double* xk = xs[k];
+      tbb::parallel_for(Range(parts[k].first, parts[k].second), [&](const Range& r) {
+        for (std::size_t row = r.begin(); row < r.end(); ++row) {
+          double sum = 0;
+          for (std::size_t i = ptr[row]; i < ptr[row + 1]; ++i) sum += val[i] * xk[col[i]];
+          y[row] = sum;
+        }
+      });
     });
   return workloads::seconds_since(start);
 }

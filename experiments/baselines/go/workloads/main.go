@@ -309,6 +309,41 @@ func sortInput(n int) []uint64 {
 
 func split(n, parts, i int) (int, int) { return n * i / parts, n * (i + 1) / parts }
 
+// The process's part of a data-parallel kernel (-part K/N): part K of N, the elements
+// split(total, N, K) by their global index, so that N processes, one per NUMA node under
+// numactl (the way Go users run on NUMA machines today, golang/go#47831), do the whole kernel
+// between them. The default, 0/1, is all of it.
+var part = struct{ k, n int }{0, 1}
+
+// ready is called once the kernel's data is set up, just before its timed region: with
+// -barrier it says "ready" on stdout and waits for a line on stdin, so that the driver of the
+// N processes (scripts/sweep.py, mode go_numactl) can start their kernels together.
+var ready = func() {}
+
+func barrier() {
+	fmt.Println("ready")
+	var line string
+	if _, err := fmt.Scanln(&line); err != nil { // the driver is gone: run nothing on our own
+		fmt.Fprintf(os.Stderr, "go-workload: -barrier: no word on stdin (%v)\n", err)
+		os.Exit(2)
+	}
+}
+
+// myPart is this process's part [first, last) of total elements, the first part weighing
+// `heavy` times the others (the skewed triad: three times the data on the first node).
+func myPart(total, heavy int) (int, int) {
+	weight := heavy + part.n - 1
+	before := 0
+	if part.k > 0 {
+		before = heavy + part.k - 1
+	}
+	mine := 1
+	if part.k == 0 {
+		mine = heavy
+	}
+	return total * before / weight, total * (before + mine) / weight
+}
+
 func parallel(parts, n int, f func(lo, hi int)) {
 	var joined sync.WaitGroup
 	joined.Add(parts)
@@ -322,16 +357,19 @@ func parallel(parts, n int, f func(lo, hi int)) {
 	joined.Wait()
 }
 
-func triad(n, passes, parts int) outcome {
+func triad(total, passes, parts, heavy int) outcome {
 	const s = 3.0
+	first, last := myPart(total, heavy)
+	n := last - first
 	a, b, c := make([]float64, n), make([]float64, n), make([]float64, n)
 	parallel(parts, n, func(lo, hi int) { // first touch by the workers, as nugo's
 		for i := lo; i < hi; i++ {
 			a[i] = 0
-			b[i] = float64(i % 1000)
+			b[i] = float64((first + i) % 1000)
 			c[i] = 2.0
 		}
 	})
+	ready()
 	seconds := timed(func() {
 		for p := 0; p < passes; p++ {
 			parallel(parts, n, func(lo, hi int) {
@@ -343,7 +381,7 @@ func triad(n, passes, parts int) outcome {
 	})
 	ok := true
 	for i := range a {
-		ok = ok && a[i] == float64(i%1000)+s*2.0
+		ok = ok && a[i] == float64((first+i)%1000)+s*2.0
 	}
 	return outcome{ok, seconds, 3 * 8 * float64(n) * float64(passes), "bytes",
 		okText(ok, "every a[i] == b[i] + 3 c[i]", "WRONG values")}
@@ -423,26 +461,32 @@ func spmvDegree(rows, r int) int {
 }
 
 func spmv(rows, passes, parts int) outcome {
-	ptr := make([]int, rows+1)
-	for r := 0; r < rows; r++ {
-		ptr[r+1] = ptr[r] + spmvDegree(rows, r)
+	first, last := split(rows, part.n, part.k) // this part's rows; x is whole (each node its copy)
+	n := last - first
+	ptr := make([]int, n+1)
+	for r := 0; r < n; r++ {
+		ptr[r+1] = ptr[r] + spmvDegree(rows, first+r)
 	}
-	nnz := ptr[rows]
-	col, val, x, y := make([]uint32, nnz), make([]float64, nnz), make([]float64, rows), make([]float64, rows)
+	nnz := ptr[n]
+	col, val, x, y := make([]uint32, nnz), make([]float64, nnz), make([]float64, rows), make([]float64, n)
 	column := func(r, j int) int { return (r*7919 + j*104729 + j*j*31) % rows }
 	value := func(r, j int) float64 { return 1 / float64(1+(r+j)%7) }
 	xAt := func(i int) float64 { return float64(i%13) * 0.5 }
-	parallel(parts, rows, func(lo, hi int) { // first touch by the workers, as nugo's
+	parallel(parts, n, func(lo, hi int) { // first touch by the workers, as nugo's
 		for r := lo; r < hi; r++ {
-			y[r], x[r] = 0, xAt(r)
+			y[r] = 0
 			for i, j := ptr[r], 0; i < ptr[r+1]; i, j = i+1, j+1 {
-				col[i], val[i] = uint32(column(r, j)), value(r, j)
+				col[i], val[i] = uint32(column(first+r, j)), value(first+r, j)
 			}
 		}
+		for i := rows * lo / n; i < rows*hi/n; i++ { // and the same share of x
+			x[i] = xAt(i)
+		}
 	})
+	ready()
 	seconds := timed(func() {
 		for p := 0; p < passes; p++ {
-			parallel(parts, rows, func(lo, hi int) {
+			parallel(parts, n, func(lo, hi int) {
 				for r := lo; r < hi; r++ {
 					sum := 0.0
 					for i := ptr[r]; i < ptr[r+1]; i++ {
@@ -455,10 +499,10 @@ func spmv(rows, passes, parts int) outcome {
 	})
 	ok := true
 	checksum := 0.0
-	for r := 0; r < rows; r++ {
+	for r := 0; r < n; r++ {
 		want := 0.0
-		for j := 0; j < spmvDegree(rows, r); j++ {
-			want += value(r, j) * xAt(column(r, j))
+		for j := 0; j < spmvDegree(rows, first+r); j++ {
+			want += value(first+r, j) * xAt(column(first+r, j))
 		}
 		ok = ok && y[r] == want
 		checksum += want
@@ -467,14 +511,17 @@ func spmv(rows, passes, parts int) outcome {
 	return outcome{ok, seconds, float64(nnz) * float64(passes), "non-zeros", text + strconv.FormatFloat(checksum, 'f', 6, 64)}
 }
 
-func histogram(n, passes, parts int) outcome {
-	n -= n % 256
+func histogram(total, passes, parts int) outcome {
+	first, last := split(total/256, part.n, part.k) // whole runs of 256: every bucket the same
+	first, last = first*256, last*256
+	n := last - first
 	input := make([]uint8, n)
 	parallel(parts, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			input[i] = uint8(37 * i)
+			input[i] = uint8(37 * (first + i))
 		}
 	})
+	ready()
 	ok := true
 	seconds := 0.0
 	for p := 0; p < passes; p++ {
@@ -683,13 +730,13 @@ var workloads = map[string]workload{
 		return outcome{ok, seconds, float64(n), "elements", okText(ok, "sorted, same sum", "NOT sorted, or elements lost")}
 	}},
 	"triad": {"memory", func(s int) outcome {
-		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], runtime.GOMAXPROCS(0))
+		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], runtime.GOMAXPROCS(0), 1)
 	}},
 	"stencil": {"memory", func(s int) outcome {
 		return stencil([]int{64, 1024, 2048, 4096}[s], []int{10, 30, 20, 40}[s], 2*runtime.GOMAXPROCS(0))
 	}},
-	"triad_skew": {"memory", func(s int) outcome { // one node: nugo's 4 goroutines per P, times 3
-		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], 12*runtime.GOMAXPROCS(0))
+	"triad_skew": {"memory", func(s int) outcome { // nugo's 4 goroutines per P, times 3; with -part, 3x on part 0
+		return triad([]int{20000, 4000000, 16000000, 64000000}[s], []int{2, 5, 10, 20}[s], 12*runtime.GOMAXPROCS(0), 3)
 	}},
 	"spmv": {"memory", func(s int) outcome {
 		return spmv([]int{2000, 200000, 400000, 2000000}[s], []int{2, 5, 10, 20}[s], 4*runtime.GOMAXPROCS(0))
@@ -724,13 +771,16 @@ var workloads = map[string]workload{
 
 var sizeNames = []string{"tiny", "small", "default", "large"}
 
+// The workloads whose data splits into parts that need nothing from each other (-part).
+var divisible = map[string]bool{"triad": true, "triad_skew": true, "histogram": true, "spmv": true}
+
 func usage(problem string) {
 	names := make([]string, 0, len(workloads))
 	for name := range workloads {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(os.Stderr, "go-workload: %s\nusage: go-workload WORKLOAD [-size tiny|small|default|large]\nworkloads: %v\n", problem, names)
+	fmt.Fprintf(os.Stderr, "go-workload: %s\nusage: go-workload WORKLOAD [-size tiny|small|default|large] [-part K/N [-barrier]]\nworkloads: %v\n", problem, names)
 	os.Exit(2)
 }
 
@@ -745,8 +795,20 @@ func main() {
 	}
 	flags := flag.NewFlagSet("go-workload", flag.ContinueOnError)
 	sizeName := flags.String("size", "default", "tiny, small, default or large")
+	partName := flags.String("part", "0/1", "K/N: part K of N of a data-parallel kernel's data (triad, triad_skew, histogram, spmv)")
+	withBarrier := flags.Bool("barrier", false, "say \"ready\" on stdout before the timed region and wait for a line on stdin")
 	if err := flags.Parse(os.Args[2:]); err != nil || flags.NArg() != 0 {
 		usage("bad arguments")
+	}
+	if n, err := fmt.Sscanf(*partName, "%d/%d", &part.k, &part.n); n != 2 || err != nil || part.n < 1 || part.k < 0 || part.k >= part.n {
+		usage("-part '" + *partName + "': K/N with 0 <= K < N")
+	}
+	if part.n > 1 && !divisible[name] {
+		usage("-part: " + name + " cannot be split into independent parts (only triad, triad_skew, histogram and spmv: " +
+			"the stencil's bands exchange halo rows every sweep)")
+	}
+	if *withBarrier {
+		ready = barrier
 	}
 	size := -1
 	for i, s := range sizeNames {
@@ -766,7 +828,7 @@ func main() {
 	line, _ := json.Marshal(map[string]any{
 		"workload": name, "kind": w.kind, "size": sizeNames[size], "procs": runtime.GOMAXPROCS(0),
 		"mode": "go", "topology": "this machine", "emulated": false, "ok": o.ok, "seconds": o.seconds, "work": o.work,
-		"unit": o.unit, "throughput": throughput, "result": o.result,
+		"unit": o.unit, "throughput": throughput, "result": o.result, "part": *partName,
 	})
 	fmt.Println(string(line))
 	if !o.ok {
