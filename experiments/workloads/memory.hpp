@@ -307,12 +307,7 @@ inline KernelResult triad(std::vector<NodeShare> shares, int passes) {
       (*c[k])[i] = 2.0;
     }
   });
-  auto kernel = [&](std::size_t k, std::size_t lo, std::size_t hi) {
-    double* ak = a[k]->data();
-    const double* bk = b[k]->data();
-    const double* ck = c[k]->data();
-    for (std::size_t i = lo; i < hi; ++i) ak[i] = bk[i] + kTriadScale * ck[i];
-  };
+  auto kernel = [&](std::size_t k, std::size_t lo, std::size_t hi) { triad_range(a[k]->data(), b[k]->data(), c[k]->data(), lo, hi); };
   constexpr std::size_t kBlock = 2048;  // 16 KiB of each array
   auto start = Clock::now();
   for (int pass = 0; pass < passes; ++pass)
@@ -369,11 +364,7 @@ inline KernelResult stencil(std::size_t n, int sweeps, int blocks_per_p) {
     for (std::size_t lr = lo; lr < hi; ++lr) {
       const std::size_t r = rows[k].lo + lr;
       if (r == 0 || r + 1 == n) continue;  // boundary rows stay
-      const double* up = g + lr * n;
-      const double* here = g + (lr + 1) * n;
-      const double* down = g + (lr + 2) * n;
-      double* o = out + (lr + 1) * n;
-      for (std::size_t c = 1; c + 1 < n; ++c) o[c] = stencil_cell(up[c], down[c], here[c - 1], here[c + 1]);
+      stencil_row(g + lr * n, g + (lr + 1) * n, g + (lr + 2) * n, out + (lr + 1) * n, n);
     }
   };
   // A block is 8 rows (one row of a small grid is too little work to time).
@@ -492,29 +483,14 @@ inline KernelResult spmv(std::size_t rows, int passes, int per_p) {
   }
   on_every_node(parts, [&](std::size_t k, Range r) {
     Part& p = part[k];
-    for (std::size_t lr = r.lo; lr < r.hi; ++lr) {
-      (*p.y)[lr] = 0;
-      for (std::size_t i = (*p.ptr)[lr], j = 0; i < (*p.ptr)[lr + 1]; ++i, ++j) {
-        (*p.col)[i] = static_cast<std::uint32_t>(spmv_column(rows, p.first + lr, j));
-        (*p.val)[i] = spmv_value(p.first + lr, j);
-      }
-    }
+    spmv_fill(rows, p.first, p.ptr->data(), p.col->data(), p.val->data(), p.y->data(), r.lo, r.hi);
     // and the same share of the node's own copy of x (a copy is read by its node alone)
     const std::size_t n = parts[k].n;
     for (std::size_t i = rows * r.lo / n; i < rows * r.hi / n; ++i) (*p.x)[i] = spmv_x(i);
   });
   auto product = [&](std::size_t k, std::size_t lo, std::size_t hi) {
     const Part& p = part[k];
-    const std::size_t* ptr = p.ptr->data();
-    const std::uint32_t* col = p.col->data();
-    const double* val = p.val->data();
-    const double* x = p.x->data();
-    double* y = p.y->data();
-    for (std::size_t lr = lo; lr < hi; ++lr) {
-      double sum = 0;
-      for (std::size_t i = ptr[lr]; i < ptr[lr + 1]; ++i) sum += val[i] * x[col[i]];
-      y[lr] = sum;
-    }
+    spmv_rows(p.ptr->data(), p.col->data(), p.val->data(), p.x->data(), p.y->data(), lo, hi);
   };
   auto start = Clock::now();
   for (int pass = 0; pass < passes; ++pass)

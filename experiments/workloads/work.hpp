@@ -292,6 +292,9 @@ inline std::uint64_t sum(const std::vector<std::uint64_t>& v) {
 inline constexpr double kTriadScale = 3.0;
 inline double triad_b(std::size_t i) { return static_cast<double>(i % 1000); }
 inline double triad_want(std::size_t i) { return triad_b(i) + kTriadScale * 2.0; }
+inline void triad_range(double* a, const double* b, const double* c, std::size_t lo, std::size_t hi) {
+  for (std::size_t i = lo; i < hi; ++i) a[i] = b[i] + kTriadScale * c[i];
+}
 // Each pass reads b and c and writes a.
 inline double triad_bytes(std::size_t total, int passes) { return 3.0 * sizeof(double) * static_cast<double>(total) * passes; }
 
@@ -308,15 +311,17 @@ inline double stencil_initial(std::size_t n, std::size_t r, std::size_t c) {
 inline double stencil_cell(double up, double down, double left, double right) {
   return ((up + down) + (left + right)) * 0.25;
 }
+// One inner row of the next sweep, from the row and its neighbours (its two ends stay).
+inline void stencil_row(const double* up, const double* here, const double* down, double* out, std::size_t n) {
+  for (std::size_t c = 1; c + 1 < n; ++c) out[c] = stencil_cell(up[c], down[c], here[c - 1], here[c + 1]);
+}
 // The grid after `sweeps` sweeps of a serial run: the reference.
 inline std::vector<double> stencil_serial(std::size_t n, int sweeps) {
   std::vector<double> g(n * n), o(n * n);
   for (std::size_t r = 0; r < n; ++r)
     for (std::size_t c = 0; c < n; ++c) g[r * n + c] = o[r * n + c] = stencil_initial(n, r, c);
   for (int sweep = 0; sweep < sweeps; ++sweep) {
-    for (std::size_t r = 1; r + 1 < n; ++r)
-      for (std::size_t c = 1; c + 1 < n; ++c)
-        o[r * n + c] = stencil_cell(g[(r - 1) * n + c], g[(r + 1) * n + c], g[r * n + c - 1], g[r * n + c + 1]);
+    for (std::size_t r = 1; r + 1 < n; ++r) stencil_row(&g[(r - 1) * n], &g[r * n], &g[(r + 1) * n], &o[r * n], n);
     std::swap(g, o);
   }
   return g;
@@ -339,6 +344,27 @@ inline std::size_t spmv_column(std::size_t rows, std::size_t r, std::size_t j) {
 }
 inline double spmv_value(std::size_t r, std::size_t j) { return 1.0 / static_cast<double>(1 + (r + j) % 7); }
 inline double spmv_x(std::size_t i) { return static_cast<double>(i % 13) * 0.5; }
+// Rows [lo, hi) of the part of the matrix that begins at global row `first` (ptr, col, val and
+// y indexed from there): their columns and values set, y zeroed.
+inline void spmv_fill(std::size_t rows, std::size_t first, const std::size_t* ptr, std::uint32_t* col, double* val,
+                      double* y, std::size_t lo, std::size_t hi) {
+  for (std::size_t lr = lo; lr < hi; ++lr) {
+    y[lr] = 0;
+    for (std::size_t i = ptr[lr], j = 0; i < ptr[lr + 1]; ++i, ++j) {
+      col[i] = static_cast<std::uint32_t>(spmv_column(rows, first + lr, j));
+      val[i] = spmv_value(first + lr, j);
+    }
+  }
+}
+// y = A x for rows [lo, hi), as spmv_fill indexes them.
+inline void spmv_rows(const std::size_t* ptr, const std::uint32_t* col, const double* val, const double* x, double* y,
+                      std::size_t lo, std::size_t hi) {
+  for (std::size_t lr = lo; lr < hi; ++lr) {
+    double sum = 0;
+    for (std::size_t i = ptr[lr]; i < ptr[lr + 1]; ++i) sum += val[i] * x[col[i]];
+    y[lr] = sum;
+  }
+}
 // y[r] of a serial product, summed in the kernels' order: the reference.
 inline double spmv_want(std::size_t rows, std::size_t r) {
   double want = 0;

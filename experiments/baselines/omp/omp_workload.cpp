@@ -173,7 +173,7 @@ double triad(double* a, double* b, double* c, std::size_t total, int passes, int
   const auto start = workloads::Clock::now();
   for (int pass = 0; pass < passes; ++pass) {
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) a[i] = b[i] + workloads::kTriadScale * c[i];
+    for (long i = 0; i < n; ++i) a[i] = b[i] + workloads::kTriadScale * c[i];  // triad_range's element
   }
   return workloads::seconds_since(start);
 }
@@ -188,10 +188,7 @@ double stencil(double* g, double* o, std::size_t n, int sweeps) {
 #pragma omp parallel firstprivate(g, o)
   for (int sweep = 0; sweep < sweeps; ++sweep) {
 #pragma omp for schedule(static)
-    for (long r = 1; r < rows - 1; ++r)
-      for (long c = 1; c < rows - 1; ++c)
-        o[r * rows + c] = workloads::stencil_cell(g[(r - 1) * rows + c], g[(r + 1) * rows + c], g[r * rows + c - 1],
-                                                  g[r * rows + c + 1]);
+    for (long r = 1; r < rows - 1; ++r) workloads::stencil_row(g + (r - 1) * rows, g + r * rows, g + (r + 1) * rows, o + r * rows, n);
     std::swap(g, o);  // each thread its own copies of the two pointers, after the loop's barrier
   }
   return workloads::seconds_since(start);
@@ -227,13 +224,7 @@ double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, 
 #pragma omp parallel
   {
     const auto [lo, hi] = my_rows(ptr, rows);
-    for (std::size_t r = lo; r < hi; ++r) {
-      y[r] = 0;
-      for (std::size_t i = ptr[r], j = 0; i < ptr[r + 1]; ++i, ++j) {
-        col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, r, j));
-        val[i] = workloads::spmv_value(r, j);
-      }
-    }
+    workloads::spmv_fill(rows, 0, ptr, col, val, y, lo, hi);
 #pragma omp for schedule(static)
     for (long i = 0; i < signed_size(rows); ++i) x[i] = workloads::spmv_x(static_cast<std::size_t>(i));
   }
@@ -242,11 +233,7 @@ double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, 
 #pragma omp parallel
     {
       const auto [lo, hi] = my_rows(ptr, rows);
-      for (std::size_t r = lo; r < hi; ++r) {
-        double sum = 0;
-        for (std::size_t i = ptr[r]; i < ptr[r + 1]; ++i) sum += val[i] * x[col[i]];
-        y[r] = sum;
-      }
+      workloads::spmv_rows(ptr, col, val, x, y, lo, hi);
     }
   }
   return workloads::seconds_since(start);

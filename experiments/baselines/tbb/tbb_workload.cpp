@@ -236,9 +236,7 @@ double triad(double* a, double* b, double* c, std::size_t total, int passes, int
   });
   const auto start = workloads::Clock::now();
   for (int pass = 0; pass < passes; ++pass)
-    for_each_part(total, heavy, [&](const Range& r) {
-      for (std::size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + workloads::kTriadScale * c[i];
-    });
+    for_each_part(total, heavy, [&](const Range& r) { workloads::triad_range(a, b, c, r.begin(), r.end()); });
   return workloads::seconds_since(start);
 }
 
@@ -251,9 +249,7 @@ double stencil(double* g, double* o, std::size_t n, int sweeps) {
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     for_each_part(n, 1, [&](const Range& r) {
       for (std::size_t row = std::max<std::size_t>(r.begin(), 1); row < std::min(r.end(), n - 1); ++row)
-        for (std::size_t c = 1; c + 1 < n; ++c)
-          o[row * n + c] = workloads::stencil_cell(g[(row - 1) * n + c], g[(row + 1) * n + c], g[row * n + c - 1],
-                                                   g[row * n + c + 1]);
+        workloads::stencil_row(g + (row - 1) * n, g + row * n, g + (row + 1) * n, o + row * n, n);
     });
     std::swap(g, o);
   }
@@ -300,15 +296,8 @@ double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, 
     xs.push_back(copies.back().get());
   }
   in_node_arenas([&](std::size_t k) {
-    tbb::parallel_for(Range(parts[k].first, parts[k].second), [&](const Range& r) {
-      for (std::size_t row = r.begin(); row < r.end(); ++row) {
-        y[row] = 0;
-        for (std::size_t i = ptr[row], j = 0; i < ptr[row + 1]; ++i, ++j) {
-          col[i] = static_cast<std::uint32_t>(workloads::spmv_column(rows, row, j));
-          val[i] = workloads::spmv_value(row, j);
-        }
-      }
-    });
+    tbb::parallel_for(Range(parts[k].first, parts[k].second),
+                      [&](const Range& r) { workloads::spmv_fill(rows, 0, ptr, col, val, y, r.begin(), r.end()); });
     tbb::parallel_for(Range(0, rows), [&](const Range& r) {
       for (std::size_t i = r.begin(); i < r.end(); ++i) xs[k][i] = workloads::spmv_x(i);
     });
@@ -317,13 +306,8 @@ double spmv(const std::size_t* ptr, std::uint32_t* col, double* val, double* x, 
   for (int pass = 0; pass < passes; ++pass)
     in_node_arenas([&](std::size_t k) {
       const double* xk = xs[k];
-      tbb::parallel_for(Range(parts[k].first, parts[k].second), [&](const Range& r) {
-        for (std::size_t row = r.begin(); row < r.end(); ++row) {
-          double sum = 0;
-          for (std::size_t i = ptr[row]; i < ptr[row + 1]; ++i) sum += val[i] * xk[col[i]];
-          y[row] = sum;
-        }
-      });
+      tbb::parallel_for(Range(parts[k].first, parts[k].second),
+                        [&](const Range& r) { workloads::spmv_rows(ptr, col, val, xk, y, r.begin(), r.end()); });
     });
   return workloads::seconds_since(start);
 }
