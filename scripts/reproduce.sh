@@ -6,7 +6,7 @@
 # and tracer comparisons, every figure, the paper's numbers, and the paper itself when TeX is
 # installed (scripts/bootstrap.sh --paper).
 #
-#   scripts/reproduce.sh            the default run (under 30 minutes on 2 cores)
+#   scripts/reproduce.sh            the default run (about 31 minutes on 2 cores)
 #   scripts/reproduce.sh --quick    every workload at a tiny size, one repetition (CI's smoke)
 #   scripts/reproduce.sh --full     for a real multi-socket machine: every P count, large sizes
 #   --only W,...      the sweep of these workloads only, and none of the other comparisons

@@ -259,8 +259,11 @@ def nugo_cpus(build: Path, n: int) -> str:
     key = (str(build), n)
     if key not in _placements:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
-        out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", str(n)], env=env,
-                             capture_output=True, text=True, timeout=60)
+        try:
+            out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", str(n)], env=env,
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise explib.Failed(f"nugo-topo --procs {n}: {e}")
         groups: dict[str, list[str]] = {}
         for node, cpu in re.findall(r"^\s*P\d+ -> node (\d+), PU \d+ \(real CPU (\d+)\)", out.stdout, re.M):
             groups.setdefault(node, []).append(cpu)
@@ -300,15 +303,15 @@ def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_
     their kernels overlap. The run's time is the slowest part's, its work the parts' sum, and it
     is right when every part is. Returns (the combined JSON, the processes' stderr)."""
     nodes = cpu_nodes()
-    procs = []
-    for i, k in enumerate(nodes):
-        cmd = ["numactl", f"--cpunodebind={k}", f"--membind={k}", str(go_exe), w, "-size", size,
-               "-part", f"{i}/{len(nodes)}", "-barrier"]
-        procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env | {"GOMAXPROCS": str(n // len(nodes))}))
+    procs: list[subprocess.Popen] = []
     timer = threading.Timer(timeout_s, lambda: [p.kill() for p in procs])
     timer.start()
     try:
+        for i, k in enumerate(nodes):
+            cmd = ["numactl", f"--cpunodebind={k}", f"--membind={k}", str(go_exe), w, "-size", size,
+                   "-part", f"{i}/{len(nodes)}", "-barrier"]
+            procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, env=env | {"GOMAXPROCS": str(n // len(nodes))}))
         # All set up, or none runs: a part that failed before it was ready fails the run, and the
         # others are stopped (closing their stdin would not start them: they exit, status 2).
         if not all(p.stdout.readline().strip() == "ready" for p in procs):
@@ -319,8 +322,8 @@ def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_
                 p.stdin.write("go\n")
                 p.stdin.flush()
         outs = [p.communicate() for p in procs]
-    except OSError as e:  # a part died between "ready" and "go" (a broken pipe)
-        raise explib.Failed(f"a process per node died at the barrier: {e}")
+    except OSError as e:  # one did not start, or died between "ready" and "go" (a broken pipe)
+        raise explib.Failed(f"the processes per node did not run: {e}")
     finally:
         timer.cancel()
         for p in procs:

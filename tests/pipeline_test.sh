@@ -205,7 +205,7 @@ PY
     # Go per node (numactl): n/a on a one-node machine, and said; its protocol (a process per
     # node, each its part, started together at a barrier, the slowest part's time) runs on the
     # nodes this machine has.
-    if command -v go >/dev/null; then
+    if command -v go >/dev/null && command -v numactl >/dev/null; then
       grep -q "Go per node (numactl): n/a: this machine has 1 NUMA node" "$work.log" || [ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] \
         || fail "sweep.py did not say why Go per node did not run"
       go_exe=$work/go-workload  # built from the sources of this tree, as sweep.py builds it

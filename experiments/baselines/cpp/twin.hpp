@@ -18,6 +18,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -156,10 +157,11 @@ inline std::vector<std::vector<int>> parse_cpus(const std::string& text) {
   std::vector<std::vector<int>> nodes(1);
   std::size_t at = 0;
   while (at <= text.size()) {
+    if (at == text.size() || !std::isdigit(static_cast<unsigned char>(text[at]))) return {};
     char* end = nullptr;
     const long cpu = std::strtol(text.c_str() + at, &end, 10);
     const std::size_t next = static_cast<std::size_t>(end - text.c_str());
-    if (next == at || std::find(usable.begin(), usable.end(), cpu) == usable.end()) return {};
+    if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) return {};
     nodes.back().push_back(static_cast<int>(cpu));
     if (next == text.size()) return nodes;
     if (text[next] == '/') nodes.emplace_back();

@@ -31,7 +31,7 @@ namespace {
 
 // ---- the runtime ----
 
-twin::Started start(int procs, const twin::Placement& where, char** argv) {
+twin::Started start(int procs, const twin::Placement& where, int argc, char** argv) {
   // pu: thread k on place k, the k-th CPU of --cpus (nugo's Ps' CPUs), else the k-th hardware
   // thread; none: no binding, and no places.
   const bool pin = where.bind == twin::Bind::pu;
@@ -52,13 +52,24 @@ twin::Started start(int procs, const twin::Placement& where, char** argv) {
     if (pin) setenv("OMP_PLACES", want_places.c_str(), 1);
     else unsetenv("OMP_PLACES");
     setenv("OMP_WORKLOAD_REEXECUTED", "1", 1);
-    // libgomp, loaded with the old settings, may have bound this thread to its first place, and
-    // the binding would outlive the exec: give the next libgomp the CPUs it is to place on.
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    for (int cpu : where.nodes.empty() ? twin::online_cpus() : where.cpus()) CPU_SET(cpu, &cpus);
-    sched_setaffinity(0, sizeof cpus, &cpus);
-    execv("/proc/self/exe", argv);
+    // libgomp, loaded with binding on, has bound this thread to its first place, and the
+    // binding would outlive the exec: give the next libgomp the CPUs it is to place on. (Loaded
+    // without binding, it left the caller's CPUs alone, a taskset's say: they stay.)
+    if (bind_now && std::strcmp(bind_now, "false") != 0) {
+      cpu_set_t cpus;
+      CPU_ZERO(&cpus);
+      for (int cpu : where.nodes.empty() ? twin::online_cpus() : where.cpus()) CPU_SET(cpu, &cpus);
+      sched_setaffinity(0, sizeof cpus, &cpus);
+    }
+    // The worker count explicitly: the default, the CPUs this process may use, would be the
+    // narrowed mask's.
+    std::vector<char*> args(argv, argv + argc);
+    std::string count = std::to_string(procs);
+    char flag[] = "--procs";
+    args.push_back(flag);
+    args.push_back(count.data());
+    args.push_back(nullptr);
+    execv("/proc/self/exe", args.data());
     throw std::runtime_error(std::string("could not execute itself again with OMP_PROC_BIND set: ") + std::strerror(errno));
   }
   omp_set_num_threads(procs);
@@ -214,8 +225,8 @@ double histogram(std::uint8_t* input, std::size_t total, int passes, std::uint64
 // while keeping a static schedule, and with it first touch, for locality.
 std::pair<std::size_t, std::size_t> my_rows(const std::size_t* ptr, std::size_t rows) {
   const auto t = static_cast<std::size_t>(omp_get_thread_num()), team = static_cast<std::size_t>(omp_get_num_threads());
-  auto row_at = [&](std::size_t k) {
-    return static_cast<std::size_t>(std::lower_bound(ptr, ptr + rows, ptr[rows] * k / team) - ptr);
+  auto row_at = [&](std::size_t k) {  // the last thread's end is the last row's, empty rows or not
+    return k == team ? rows : static_cast<std::size_t>(std::lower_bound(ptr, ptr + rows, ptr[rows] * k / team) - ptr);
   };
   return {row_at(t), row_at(t + 1)};
 }
@@ -258,7 +269,7 @@ int main(int argc, char** argv) {
   k.histogram = histogram;
   k.spmv = spmv;
   k.places_data_by_node = false;  // no triad_skew: see above
-  return twin::main(argc, argv, {"omp-workload", "omp", k, [argv](int procs, const twin::Placement& where) {
-                                   return start(procs, where, argv);
+  return twin::main(argc, argv, {"omp-workload", "omp", k, [argc, argv](int procs, const twin::Placement& where) {
+                                   return start(procs, where, argc, argv);
                                  }});
 }

@@ -85,26 +85,29 @@ twin::Started start(int procs, const twin::Placement& where) {
   }
   twin::Started started{where.bind, 1, "one task_arena"};
   if (rt.weight.size() > 1) {
-    // TBB's NUMA recipe: an arena per node, constrained to it. The main thread works in the
-    // first (its reserved slot); the others have no slot for it, so that all their threads are
-    // workers and every node has as many threads working as it was given.
-    if (rt.weight.size() > numa.size())
-      throw std::runtime_error("--cpus groups the workers on " + std::to_string(rt.weight.size()) +
-                               " NUMA nodes, and oneTBB sees " + std::to_string(numa.size()) +
-                               " (it needs libtbbbind and hwloc to see them)");
+    // TBB's NUMA recipe: an arena per node, constrained to it (the k-th node group to oneTBB's
+    // k-th NUMA node: both in the OS's order). The main thread works in the first (its reserved
+    // slot); the others have no slot for it, so that all their threads are workers and every
+    // node has as many threads working as it was given. Where oneTBB sees fewer nodes than
+    // --cpus has groups (no libtbbbind, say), plain arenas of the same sizes, placed by --cpus.
+    const bool constrained = rt.weight.size() <= numa.size();
     for (std::size_t k = 0; k < rt.weight.size(); ++k) {
-      rt.nodes.push_back(std::make_unique<tbb::task_arena>(tbb::task_arena::constraints{numa[k], rt.weight[k]},
-                                                           k == 0 ? 1 : 0));
+      const unsigned master = k == 0 ? 1 : 0;
+      rt.nodes.push_back(constrained ? std::make_unique<tbb::task_arena>(
+                                           tbb::task_arena::constraints{numa[k], rt.weight[k]}, master)
+                                     : std::make_unique<tbb::task_arena>(rt.weight[k], master));
       if (pin && !where.nodes.empty()) rt.pins.push_back(std::make_unique<PinSlots>(*rt.nodes[k], where.nodes[k]));
     }
     started.nodes = static_cast<int>(rt.weight.size());
-    started.env = "a task_arena per NUMA node (constraints{numa_id})";
-    // Without --cpus, the constraints bind each arena's threads to its node, no closer.
-    if (where.nodes.empty()) started.bind = twin::Bind::node;
+    started.env = constrained ? "a task_arena per NUMA node (constraints{numa_id})"
+                              : "a task_arena per node group of --cpus (oneTBB sees " + std::to_string(numa.size()) +
+                                    " NUMA nodes: no constraints)";
+    // Without CPUs to pin to, the constraints bind each arena's threads to its node, no closer.
+    if (constrained && !(pin && !where.nodes.empty())) started.bind = twin::Bind::node;
   }
   started.env += ", max_allowed_parallelism=" + std::to_string(procs);
-  // Start the threads now, so that their creation is not in the first kernel's time (nugo's Ps
-  // and Go's exist before the kernel; libgomp's team is made in start() too).
+  // Start the threads now, so that their creation is not in the first kernel's time (libgomp's
+  // team is made in omp-workload's start() too).
   rt.all->execute([procs] { tbb::parallel_for(0, 64 * procs, [](int) {}); });
   in_node_arenas([](std::size_t) { tbb::parallel_for(0, 64, [](int) {}); });
   return started;

@@ -808,6 +808,9 @@ func main() {
 			"the stencil's bands exchange halo rows every sweep)")
 	}
 	if *withBarrier {
+		if !divisible[name] {
+			usage("-barrier: " + name + " has no set-up to wait after (only the workloads -part splits)")
+		}
 		ready = barrier
 	}
 	size := -1
