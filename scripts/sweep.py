@@ -751,6 +751,11 @@ PEERS_NOTE = (
     "out. Twins and their departures: experiments/baselines/README.md, \"The peers\".")
 
 
+def median_spread(m: dict | None) -> explib.Spread | None:
+    """A median of summarize()'s list (sweep.json's "medians") as a Spread, or None."""
+    return m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"], *m["seconds_ci95"])
+
+
 def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], list[list]]]:
     """Per workload kind: nugo (flat) against every other runtime that ran on `machine`, at each
     P count that is not oversubscribed, as times and time ratios with intervals."""
@@ -763,8 +768,7 @@ def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], l
             kinds.setdefault(r["kind"], set()).add((r["workload"], r["procs"], r["bind_asked"]))
 
     def spread(key):
-        m = by_key.get(key)
-        return m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"], *m["seconds_ci95"])
+        return median_spread(by_key.get(key))
 
     tables = []
     for kind in ("compute", "memory", "communication"):
@@ -812,9 +816,7 @@ def summarize(rows: list[dict]) -> dict:
     for t, w, n, b in compared:
         cells = {}
         for mode in ("flat", "numa", "go"):
-            m = by_key.get((t, w, n, mode, "none" if mode == "go" else b))
-            cells[mode] = m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"],
-                                              m["n"], *m["seconds_ci95"])
+            cells[mode] = median_spread(by_key.get((t, w, n, mode, "none" if mode == "go" else b)))
         oversub = bool(over.get((t, n), 0))
         label = t + (" (emulated)" if emulated[t] else "")
         timing_rows.append([label, w, n, b, *(c.with_ci() if c else "-" for c in cells.values()),
