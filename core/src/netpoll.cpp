@@ -312,6 +312,7 @@ int poll_arm_user(PollDesc* pd, int mode) {
   epoll_event ev{};
   ev.events = EPOLLRDHUP | EPOLLET | (modes & 1 ? EPOLLIN : 0) | (modes & 2 ? EPOLLOUT : 0);
   ev.data.ptr = pd;
+  sanitizer_release(pd);  // to the poller that epoll hands pd to, as in poll_open
   int op = pd->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
   int rc = epoll_ctl(epfd, op, pd->fd, &ev);
   if (rc != 0 && op == EPOLL_CTL_MOD && errno == ENOENT)  // closed and reopened under that number
@@ -383,7 +384,7 @@ int netpoll(std::int64_t delay, G** gl) {
       continue;
     }
     auto* pd = static_cast<PollDesc*>(ev.data.ptr);
-    sanitizer_acquire(pd);  // poll_open's release
+    sanitizer_acquire(pd);  // poll_open's or poll_arm_user's release
     if (ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
       if (G* gp = netpollunblock(pd, 'r', true)) gl[ready++] = gp;
     if (ev.events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
