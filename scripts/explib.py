@@ -256,6 +256,45 @@ RESULTS_INT_COLUMNS = ("procs", "emulated", "timing_reported", "latency_model", 
                        "oversubscribed")
 
 
+def virtualization() -> dict:
+    """Whether this machine is a virtual one, and of which kind, when it can tell:
+    {"vm": "none" | "kvm" | "qemu" (QEMU without KVM: TCG, software emulation) | ..., "container":
+    "none" | "docker" | ..., "how": what said so}. A guest's timings describe the hypervisor's
+    scheduling as much as the program; under TCG they describe nothing at all."""
+    def detect(flag: str) -> str | None:
+        try:
+            out = subprocess.run(["systemd-detect-virt", flag], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() or None  # "none" (exit status 1) or the technology
+    vm, container = detect("--vm"), detect("--container")
+    if vm is not None:
+        return {"vm": vm, "container": container or "unknown", "how": "systemd-detect-virt"}
+    # Without systemd-detect-virt: the CPU's hypervisor flag and the firmware's vendor.
+    try:
+        flagged = " hypervisor " in " " + next(
+            (line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "") + " "
+    except OSError:
+        flagged = False
+    try:
+        vendor = Path("/sys/class/dmi/id/sys_vendor").read_text().strip()
+    except OSError:
+        vendor = ""
+    vm = ("qemu" if vendor == "QEMU" else "unknown hypervisor") if flagged else "none"
+    return {"vm": vm, "container": "unknown", "how": "the hypervisor CPU flag and /sys/class/dmi/id/sys_vendor"}
+
+
+def machine_kind(virt: dict | None) -> str:
+    """Where a run on `machine` ran, in words: "hardware", "a virtual machine (kvm)", or, for
+    QEMU without KVM, "a QEMU guest under software emulation (TCG)"."""
+    vm = (virt or {}).get("vm", "unknown")
+    if vm == "none":
+        return "hardware"
+    if vm == "qemu":
+        return "a QEMU guest under software emulation (TCG)"
+    return f"a virtual machine ({vm})" if vm != "unknown" else "an unknown machine (hardware or virtual)"
+
+
 def read_results(path: Path) -> list[dict]:
     """sweep.py's results.csv, its flag and count columns as ints (sweep.py and plot.py)."""
     with open(path, newline="") as f:

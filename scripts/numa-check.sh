@@ -8,12 +8,20 @@
 #                                              its pair (0-1, 2-3), 32 to the nodes of the other pair
 #   scripts/numa-check.sh --vm 2 --memory-node a 2-node guest plus a memory-only node (no CPUs),
 #                                              distance 31 from the others
+#   scripts/numa-check.sh --vm 4 --reproduce   the users' command rehearsed in the 4-node guest:
+#                                              scripts/reproduce.sh --quick on the guest's whole
+#                                              machine and again under taskset on the CPUs of
+#                                              its odd-numbered nodes, then its results checked
+#                                              (scripts/rehearsal_check.py); see "The rehearsal"
 # Options: --build-dir DIR (default build), --timeout SECONDS (whole guest run, default 240),
 #          --node-mem MIB (memory per node, default 1024), --log FILE (console log; default
 #          DIR/numa-check/vm-N.log, or native.log), --extra PROG (one more check program: it
 #          passes when it exits 0; repeatable), --console (stream the whole console), --keep
 #          (keep the initramfs staging directory), --kernel FILE (default: the newest
 #          /boot/vmlinuz-*), --append ARGS (more kernel command line, e.g. "mitigations=off").
+#          With --reproduce: --out DIR (the rehearsal's results; default DIR/numa-check/
+#          rehearsal-vm-N, emptied first), --only W,... (default fib,triad,fanin: a fork-join, a
+#          memory-bound and a communication workload; triad must be among them).
 #
 # The check programs: BUILD/topology/nugo-topo (required), BUILD/tests/nugo_numa_check (when
 # it exists) and, in a guest, BUILD/tests/nugo_sched_tests_p2 (the scheduler suite, in NUMA
@@ -33,13 +41,36 @@
 # failed or the guest did not finish; 2 for bad arguments; 3 when something needed is missing
 # (QEMU, the kernel image, busybox, nugo-topo), or 1 with NUGO_REQUIRE_VM=1 (CI).
 # Needs: qemu-system-x86 linux-image-amd64 busybox-static cpio (scripts/bootstrap.sh --vm).
+#
+# The rehearsal (--reproduce). The guest's kernel loads virtio, 9p and overlayfs from this
+# machine's /lib/modules, mounts this machine's whole file system read-only over 9p (virtio),
+# lays a tmpfs over it with overlayfs (so the pipeline may write anywhere, and nothing reaches
+# this machine), and chroots into it: Python, matplotlib, TeX, Go and the build are this
+# machine's own, nothing is copied. Only the results directory is a second, writable 9p share.
+# Inside, /nugo-out/rehearse.sh runs (each step a NUGO-STEP line on the console):
+#   1. nugo-workload with no NUGO_MODE, on the whole guest and under the taskset mask: the
+#      runtime's own choice of mode and binding;
+#   2. scripts/reproduce.sh --quick --build-dir BUILD --only W --modes flat,numa,go,go_numactl,
+#      tbb,omp,fiber --procs 2N --rehearsal WHY: the sweep on topology `machine` (the guest's
+#      real nodes) with the peers that are built, the figures, numbers.tex and, where TeX is
+#      installed, the PDF;
+#   3. under taskset -c (the CPUs of nodes 1 and 3 of 4, or node 1 of 2), as numactl
+#      --cpunodebind would run it: the runtime's choice, nugo-topo's placement and the sweep on
+#      triad (the part of the pipeline that places work, on the workload that places data;
+#      figures and paper do not depend on the CPUs);
+#   4. in a cgroup v2 cpuset of the same nodes' CPUs and memory, as a container runs it: the
+#      same.
+# Then scripts/rehearsal_check.py checks what it wrote against the guest's nodes, CPUs and
+# distances (NUGO-CHECK lines, as the other checks). The timings of a TCG guest mean nothing:
+# every file says REHEARSAL, and nothing of it is published or quoted.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 me=numa-check.sh
 
 usage() {
   cat >&2 <<'EOF'
-usage: scripts/numa-check.sh [--vm 2|4 [--memory-node]] [--build-dir DIR] [--timeout SECONDS] [--node-mem MIB]
+usage: scripts/numa-check.sh [--vm 2|4 [--memory-node | --reproduce [--out DIR] [--only W,...]]]
+                             [--build-dir DIR] [--timeout SECONDS] [--node-mem MIB]
                              [--log FILE] [--extra PROG]... [--console] [--keep]
                              [--kernel FILE] [--append KERNEL-ARGS]
 EOF
@@ -57,7 +88,8 @@ missing() {
 vm=""
 memory_node=0
 build=""
-limit=240
+limit=240  # 1200 with --reproduce
+limit_given=0
 node_mem=1024  # MiB per node; TCG commits only what the guest touches
 log=""
 console=0
@@ -65,6 +97,9 @@ keep=0
 extras=()
 kernel=""
 append=""
+reproduce=0
+rehearsal_out=""
+rehearsal_only=fib,triad,fanin
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "$me: $1 needs a value" >&2; usage; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -72,8 +107,8 @@ while [ $# -gt 0 ]; do
     --vm=*) vm=${1#*=}; shift ;;
     --build-dir) need_value "$@"; build=$2; shift 2 ;;
     --build-dir=*) build=${1#*=}; shift ;;
-    --timeout) need_value "$@"; limit=$2; shift 2 ;;
-    --timeout=*) limit=${1#*=}; shift ;;
+    --timeout) need_value "$@"; limit=$2; limit_given=1; shift 2 ;;
+    --timeout=*) limit=${1#*=}; limit_given=1; shift ;;
     --node-mem) need_value "$@"; node_mem=$2; shift 2 ;;
     --node-mem=*) node_mem=${1#*=}; shift ;;
     --log) need_value "$@"; log=$2; shift 2 ;;
@@ -86,6 +121,11 @@ while [ $# -gt 0 ]; do
     --append=*) append=${1#*=}; shift ;;
     --console) console=1; shift ;;
     --memory-node) memory_node=1; shift ;;
+    --reproduce) reproduce=1; shift ;;
+    --out) need_value "$@"; rehearsal_out=$2; shift 2 ;;
+    --out=*) rehearsal_out=${1#*=}; shift ;;
+    --only) need_value "$@"; rehearsal_only=$2; shift 2 ;;
+    --only=*) rehearsal_only=${1#*=}; shift ;;
     --keep) keep=1; shift ;;
     -h|--help) usage ;;
     *) echo "$me: unknown argument '$1'" >&2; usage ;;
@@ -96,6 +136,18 @@ case "$vm" in
   *) echo "$me: --vm takes 2 or 4 (NUMA nodes), not '$vm'" >&2; usage ;;
 esac
 [ "$memory_node" = 0 ] || [ -n "$vm" ] || { echo "$me: --memory-node goes with --vm" >&2; usage; }
+if [ "$reproduce" = 1 ]; then
+  [ -n "$vm" ] || { echo "$me: --reproduce goes with --vm 2 or --vm 4" >&2; usage; }
+  [ "$limit_given" = 1 ] || limit=1200
+  [ "$memory_node" = 0 ] || { echo "$me: --reproduce and --memory-node exclude each other" >&2; usage; }
+  [ ${#extras[@]} -eq 0 ] || { echo "$me: --reproduce runs the pipeline, not --extra programs" >&2; usage; }
+  [[ "$rehearsal_only" =~ ^[a-z_]+(,[a-z_]+)*$ ]] ||
+    { echo "$me: --only takes workload names separated by commas, not '$rehearsal_only'" >&2; usage; }
+  [[ ",$rehearsal_only," == *,triad,* ]] ||
+    { echo "$me: --only must include triad (the confined runs sweep it), not '$rehearsal_only'" >&2; usage; }
+else
+  [ -z "$rehearsal_out" ] || { echo "$me: --out goes with --reproduce" >&2; usage; }
+fi
 [[ "$limit" =~ ^[0-9]+$ ]] && [ "$limit" -ge 10 ] ||
   { echo "$me: --timeout takes whole seconds, at least 10, not '$limit'" >&2; usage; }
 [[ "$node_mem" =~ ^[0-9]+$ ]] && [ "$node_mem" -ge 128 ] ||
@@ -356,6 +408,135 @@ if [ "$memory_node" = 1 ]; then  # node $nodes: memory, no CPUs (as HBM or CXL m
   mv "$work/expect.new" "$work/expect"
 fi
 
+# ---------------------------------------------------------------------------------------------
+# The rehearsal's preparation: the kernel modules the guest needs, the results directory, the
+# build brought up to date here (under TCG, ninja would take hours to build anything), and the
+# script the guest runs.
+if [ "$reproduce" = 1 ]; then
+  kver=$(basename "$kernel"); kver=${kver#vmlinuz-}
+  moddir=/lib/modules/$kver
+  [ -f "$moddir/modules.dep" ] ||
+    missing "no $moddir/modules.dep: the rehearsal loads 9p and overlayfs from the kernel's modules (Debian package linux-image-$kver)"
+  # Each module after the ones it needs, from modules.dep (no modprobe needed here).
+  modules=()
+  add_module() {  # PATH relative to $moddir
+    local m=$1 dep
+    case " ${modules[*]-} " in *" $m "*) return ;; esac
+    local line; line=$(grep -m1 "^$m:" "$moddir/modules.dep") || die "$moddir/modules.dep has no $m"
+    for dep in ${line#*:}; do add_module "$dep"; done
+    modules+=("$m")
+  }
+  for name in virtio_pci 9pnet_virtio 9p overlay; do
+    rel=$(grep -m1 -o "^[^:]*/$name\.ko[^:]*" "$moddir/modules.dep") ||
+      missing "$kver has no module $name (the rehearsal needs virtio_pci, 9pnet_virtio, 9p and overlay)"
+    add_module "$rel"
+  done
+  for m in "${modules[@]}"; do
+    case "$m" in *.ko) ;; *) missing "$moddir/$m: compressed modules are not supported (busybox insmod loads plain .ko files)" ;; esac
+  done
+
+  [ -n "$rehearsal_out" ] || rehearsal_out=$build/numa-check/rehearsal-vm-$nodes
+  case "$rehearsal_out" in /*) ;; *) rehearsal_out=$PWD/$rehearsal_out ;; esac
+  case "$rehearsal_out" in /|"$root"|"$build") die "--out $rehearsal_out: it is emptied first; give a directory of its own" ;; esac
+  rm -rf "$rehearsal_out"
+  mkdir -p "$rehearsal_out"
+
+  # What the pipeline will run, built now. The twins exist where CMake found their runtimes.
+  targets=(nugo-workload nugo-topo)
+  available=$(cmake --build "$build" --target help 2>/dev/null) || die "$build: cmake --build --target help failed"
+  for twin in tbb-workload omp-workload fiber-workload; do
+    grep -q "^$twin:" <<<"$available" && targets+=("$twin")
+  done
+  echo "$me: building ${targets[*]} in $build"
+  cmake --build "$build" --target "${targets[@]}" >"$work/build.log" 2>&1 || { tail -n 20 "$work/build.log" >&2; die "the build failed"; }
+  if command -v go >/dev/null; then  # the Go twin too, so that the guest only finds it up to date
+    PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 - "$build" "$root" <<'PY' || die "the Go twin did not build"
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(sys.argv[2]) / "scripts"))
+import explib, sweep
+sys.exit(0 if sweep.build_go_twin(Path(sys.argv[1]), explib.Runner(timeout_s=600, echo=False)) else 1)
+PY
+  fi
+
+  # matplotlib's font cache, built here in a second if it is not there: under TCG, half a minute.
+  /usr/bin/python3 -c 'import matplotlib.pyplot' 2>/dev/null || true
+
+  # Node 1 of 2, or nodes 1 and 3 of 4 (not neighbours: distance 32): the odd-numbered nodes.
+  masked_nodes=""
+  masked_cpus=""
+  for ((i = 1; i < nodes; i += 2)); do
+    masked_nodes="$masked_nodes${masked_nodes:+,}$i"
+    masked_cpus="$masked_cpus${masked_cpus:+,}$((2 * i)),$((2 * i + 1))"
+  done
+  why="a QEMU TCG guest with $nodes NUMA nodes (scripts/numa-check.sh --vm $nodes --reproduce)"
+  modes=flat,numa,go,go_numactl,tbb,omp,fiber
+  {
+    echo "#!/bin/bash"
+    echo "# Written by scripts/numa-check.sh --reproduce; runs in the guest, chrooted into this machine's"
+    echo "# file system (read-only over 9p, with a tmpfs laid over it); writes to /nugo-out only."
+    printf 'root=%q build=%q only=%q modes=%q why=%q masked_cpus=%q masked_nodes=%q nodes=%q\n' \
+      "$root" "$build" "$rehearsal_only" "$modes" "$why" "$masked_cpus" "$masked_nodes" "$nodes"
+    cat <<'GUEST'
+set -u
+out=/nugo-out
+export HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+for v in $(compgen -v NUGO_); do unset "$v"; done
+cd "$root" || { echo "NUGO-STEP cannot enter $root"; exit 1; }
+step() { echo "NUGO-STEP $*"; }
+status() { echo "$2" >"$out/$1.status"; step "$1: exit status $2"; }
+# The runtime's own choices: no NUGO_MODE, no NUGO_BIND.
+default_run() {  # NAME [taskset -c CPUS]
+  local name=$1; shift
+  NUGO_STATS=$out/$name.stats.json "$@" "$build/experiments/nugo-workload" triad --size tiny \
+    >"$out/$name.json" 2>"$out/$name.err"
+  status "$name" $?
+}
+step "nugo-workload triad with no NUGO_MODE, on the whole guest"
+default_run default-mode
+"$build/topology/nugo-topo" --procs "$((2 * nodes))" >"$out/topo.txt" 2>&1
+# Two Ps per node, every CPU of the guest: smaller counts would add minutes of emulation and
+# nothing a multi-node kernel must show.
+step "scripts/reproduce.sh --quick --only $only --procs $((2 * nodes)) on the whole guest"
+scripts/reproduce.sh --quick --build-dir "$build" --only "$only" --modes "$modes" --procs "$((2 * nodes))" \
+  --out "$out/whole" --rehearsal "$why" 2>&1 | sed -u 's/^/  whole | /'
+status whole "${PIPESTATUS[0]}"
+# Under the mask, the part of the pipeline that places work: the sweep, on the memory-bound
+# workload, whose data is placed per node (figures and the paper were drawn and built above,
+# and nothing in them depends on the CPUs).
+masked=$(tr "," "\n" <<<"$masked_cpus" | grep -c .)
+step "scripts/sweep.py --quick --only triad --procs $masked under taskset -c $masked_cpus"
+default_run masked-default-mode taskset -c "$masked_cpus"
+taskset -c "$masked_cpus" "$build/topology/nugo-topo" --procs "$masked" >"$out/masked-topo.txt" 2>&1
+taskset -c "$masked_cpus" /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad \
+  --modes "$modes" --procs "$masked" --out "$out/masked" \
+  --rehearsal "$why, under taskset -c $masked_cpus" 2>&1 | sed -u 's/^/  masked | /'
+status masked "${PIPESTATUS[0]}"
+# As a container runs it: a cgroup (v2) cpuset with the same nodes' CPUs and memory, which hwloc
+# reads as its allowed sets. The sweep once more, on the memory-bound workload alone.
+step "under a cgroup cpuset: cpus $masked_cpus, mems $masked_nodes"
+cg=/sys/fs/cgroup
+if { [ -f $cg/cgroup.controllers ] || mount -t cgroup2 cgroup2 $cg; } &&
+   echo +cpuset >$cg/cgroup.subtree_control && mkdir -p $cg/nugo-rehearsal &&
+   echo "$masked_cpus" >$cg/nugo-rehearsal/cpuset.cpus && echo "$masked_nodes" >$cg/nugo-rehearsal/cpuset.mems; then
+  (
+    echo "$BASHPID" >$cg/nugo-rehearsal/cgroup.procs || exit 1
+    default_run cgroup-default-mode
+    "$build/topology/nugo-topo" --procs "$masked" >"$out/cgroup-topo.txt" 2>&1
+    /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad --modes "$modes" \
+      --procs "$masked" --out "$out/cgroup" \
+      --rehearsal "$why, in a cgroup cpuset (cpus $masked_cpus, mems $masked_nodes)" 2>&1 | sed -u 's/^/  cgroup | /'
+    status cgroup "${PIPESTATUS[0]}"
+  )
+else
+  step "cgroup: the guest cannot make a cpuset cgroup"
+fi
+echo "NUGO-REHEARSAL-DONE"
+GUEST
+  } >"$rehearsal_out/rehearse.sh"
+  chmod +x "$rehearsal_out/rehearse.sh"
+fi
+
 # The initramfs.
 echo "$me: building the initramfs in $work"
 rootfs=$work/rootfs
@@ -382,12 +563,52 @@ for a in sh mount umount mkdir cat echo grep sed awk sort cut tr head tail tee u
 done
 run_args=()
 for p in "${programs[@]}"; do
+  [ "$reproduce" = 1 ] && break  # the rehearsal runs everything from this machine's file system
   copy_with_libs "$p" "/nugo/bin/$(basename "$p")"
   run_args+=("/nugo/bin/$(basename "$p")")
 done
 cp "$work/checks.sh" "$rootfs/nugo/checks.sh"
 cp "$work/expect" "$rootfs/nugo/expect"
 libdirs=$(cd "$rootfs" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u | tr '\n' ':')
+if [ "$reproduce" = 1 ]; then
+  mkdir -p "$rootfs/nugo/modules" "$rootfs"/{host,rw,newroot}
+  for m in "${modules[@]}"; do cp "$moddir/$m" "$rootfs/nugo/modules/"; done
+  cat >"$rootfs/init" <<INIT
+#!/bin/sh
+# nugo numa-check guest, the rehearsal: this machine's file system over 9p under a tmpfs
+# overlay, the pipeline run in it (/nugo-out/rehearse.sh), and power off.
+export PATH=/bin LD_LIBRARY_PATH=${libdirs%:}
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+echo 4 4 1 7 >/proc/sys/kernel/printk
+echo "NUGO-VM-START kernel \$(uname -r), \$(nproc) CPUs, expecting $nodes NUMA nodes with CPUs; the rehearsal"
+fail() { echo "NUGO-STEP the guest cannot set up the rehearsal: \$*"; sleep 1; poweroff -f; }
+for m in ${modules[*]##*/}; do insmod /nugo/modules/\$m || fail "insmod \$m"; done
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot /host || fail "mount 9p hostroot"
+mount -t tmpfs -o size=80% tmpfs /rw || fail "mount tmpfs"
+mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work /newroot || fail "mount overlay"
+mount -t proc proc /newroot/proc && mount -t sysfs sysfs /newroot/sys && mount -t devtmpfs devtmpfs /newroot/dev ||
+  fail "mount proc, sysfs, devtmpfs in the new root"
+mkdir -p /newroot/dev/shm /newroot/dev/pts /newroot/nugo-out
+mount -t tmpfs tmpfs /newroot/dev/shm
+# What udev would make: bash's process substitution (reproduce.sh's log) opens /dev/fd/N.
+ln -s /proc/self/fd /newroot/dev/fd
+ln -s /proc/self/fd/0 /newroot/dev/stdin
+ln -s /proc/self/fd/1 /newroot/dev/stdout
+ln -s /proc/self/fd/2 /newroot/dev/stderr
+# This machine's container markers are not the guest's: systemd-detect-virt would report them.
+rm -f /newroot/.dockerenv /newroot/run/.containerenv
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 out /newroot/nugo-out || fail "mount 9p out"
+chroot /newroot /bin/bash /nugo-out/rehearse.sh
+sync
+umount /newroot/nugo-out
+sleep 1
+poweroff -f
+INIT
+else
 cat >"$rootfs/init" <<INIT
 #!/bin/sh
 # nugo numa-check guest: mounts, runs the checks, powers off.
@@ -403,13 +624,19 @@ sh /nugo/checks.sh --expect /nugo/expect ${run_args[*]}
 sleep 1
 poweroff -f
 INIT
+fi
 chmod +x "$rootfs/init" "$rootfs/nugo/checks.sh"
 (cd "$rootfs" && find . | "${cpio[@]}" 2>"$work/cpio.err" | gzip -1 >"$work/initramfs.gz") ||
   die "cpio failed: $(cat "$work/cpio.err")"
-echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox, ${programs[*]##*/}, $(find "$rootfs" -name '*.so*' | wc -l) libraries"
+if [ "$reproduce" = 1 ]; then
+  echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox and the modules ${modules[*]##*/}"
+else
+  echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox, ${programs[*]##*/}, $(find "$rootfs" -name '*.so*' | wc -l) libraries"
+fi
 
 suffix=""
 [ "$memory_node" = 1 ] && suffix=-memory-node
+[ "$reproduce" = 1 ] && suffix=-rehearsal
 [ -n "$log" ] || { mkdir -p "$build/numa-check"; log=$build/numa-check/vm-$nodes$suffix.log; }
 mkdir -p "$(dirname "$log")"
 cmd=("$qemu" -accel tcg -nographic -no-reboot -nodefaults -serial mon:stdio
@@ -417,6 +644,10 @@ cmd=("$qemu" -accel tcg -nographic -no-reboot -nodefaults -serial mon:stdio
      "${numa_args[@]}"
      -kernel "$kernel" -initrd "$work/initramfs.gz"
      -append "console=ttyS0 panic=-1 rdinit=/init${append:+ $append}")
+if [ "$reproduce" = 1 ]; then
+  cmd+=(-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+        -virtfs "local,path=$rehearsal_out,mount_tag=out,security_model=none,multidevs=remap")
+fi
 echo "$me: ${cmd[*]}"
 echo "$me: booting a $nodes-node guest ($cpus CPUs, $(basename "$kernel"), time limit $limit s), console log $log"
 report_progress() {
@@ -431,8 +662,8 @@ report_progress() {
     [ "$total" -gt "$shown" ] && sed -n "$((shown + 1)),${total}p" "$log" | tr -d '\r' | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g; s/^/  | /'
     shown=$total
   else
-    local lines; lines=$(grep -ac '^NUGO-CHECK' "$log" || true)
-    [ "$lines" -gt "$shown" ] && grep -a '^NUGO-CHECK' "$log" | tr -d '\r' | sed -n "$((shown + 1)),${lines}p" |
+    local lines; lines=$(grep -acE '^NUGO-(CHECK|STEP)' "$log" || true)
+    [ "$lines" -gt "$shown" ] && grep -aE '^NUGO-(CHECK|STEP)' "$log" | tr -d '\r' | sed -n "$((shown + 1)),${lines}p" |
       sed "s/^/  [$(since "$start") s] /"
     shown=$lines
   fi
@@ -465,7 +696,9 @@ for attempt in 1 2; do
   break
 done
 tail20() { echo "$me: the last 20 console lines:" >&2; tail -n 20 "$log" | tr -d '\r' | sed 's/^/  | /' >&2; }
-summary=$(grep -a '^NUGO-CHECK-DONE' "$log" | tr -d '\r' | tail -n 1 || true)
+done_line=NUGO-CHECK-DONE
+[ "$reproduce" = 1 ] && done_line=NUGO-REHEARSAL-DONE
+summary=$(grep -a "^$done_line" "$log" | tr -d '\r' | tail -n 1 || true)
 if grep -aq 'Kernel panic' "$log"; then
   echo "$me: the guest's kernel panicked after $elapsed s: $(grep -a -m1 'Kernel panic' "$log" | tr -d '\r')" >&2
   tail20; exit 1
@@ -486,7 +719,14 @@ if [ "$rc" -ne 0 ]; then
   echo "$me: QEMU failed with exit status $rc after $elapsed s" >&2; tail20; exit 1
 fi
 if [ -z "$summary" ]; then
-  echo "$me: the guest stopped after $elapsed s without the NUGO-CHECK-DONE line" >&2; tail20; exit 1
+  echo "$me: the guest stopped after $elapsed s without the $done_line line" >&2; tail20; exit 1
+fi
+if [ "$reproduce" = 1 ]; then
+  echo "$me: the rehearsal in the $nodes-node guest ran in $elapsed s; its results: $rehearsal_out"
+  /usr/bin/python3 "$root/scripts/rehearsal_check.py" "$rehearsal_out" --expect "$work/expect" \
+    --masked-nodes "$masked_nodes" --only "$rehearsal_only" --build-dir "$build" | tee "$rehearsal_out/checks.txt"
+  summary=$(grep -a '^NUGO-CHECK-DONE' "$rehearsal_out/checks.txt" | tail -n 1 || true)
+  [ -n "$summary" ] || die "scripts/rehearsal_check.py ended without a summary line"
 fi
 echo "$me: the $nodes-node guest ran in $elapsed s: $summary"
 [[ "$summary" =~ passed=([0-9]+)\ failed=([0-9]+) ]] || die "malformed summary line: $summary"

@@ -10,11 +10,14 @@
 #   scripts/reproduce.sh --quick    every workload at a tiny size, one repetition (CI's smoke)
 #   scripts/reproduce.sh --full     for a real multi-socket machine: every P count, large sizes
 #   --only W,...      the sweep of these workloads only, and none of the other comparisons
-#   --modes M,...     flat, numa, go, tbb, omp, fiber (the peers)   --procs N,...   P counts
+#   --modes M,...     flat, numa, go, go_numactl (Go per node), tbb, omp, fiber (the peers)
+#   --procs N,...     P counts
 #   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py)
 #   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
 #   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
 #                     configure, only the targets built (ctest runs the pipeline this way)
+#   --rehearsal WHY   label everything the run writes a rehearsal (scripts/numa-check.sh
+#                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
 # DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
@@ -34,7 +37,7 @@ for v in $(compgen -v NUGO_); do unset "$v"; done
 
 usage() {
   echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
-  echo "                            [--topology T,...] [--out DIR] [--build-dir DIR]" >&2
+  echo "                            [--topology T,...] [--out DIR] [--build-dir DIR] [--rehearsal WHY]" >&2
   exit 2
 }
 
@@ -43,17 +46,19 @@ sweep_args=()
 only=""
 out=""
 build=""
+rehearsal=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) [ "$profile" = full ] && { echo "reproduce.sh: --quick and --full exclude each other" >&2; exit 2; }
              profile=quick ;;
     --full) [ "$profile" = quick ] && { echo "reproduce.sh: --quick and --full exclude each other" >&2; exit 2; }
             profile=full ;;
-    --only|--modes|--procs|--topology|--out|--build-dir)
+    --only|--modes|--procs|--topology|--out|--build-dir|--rehearsal)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "reproduce.sh: $1 needs a value" >&2; usage; }
       case "$1" in
         --out) out=$(absolute "$2") ;;
         --build-dir) build=$(absolute "$2") ;;
+        --rehearsal) rehearsal=(--rehearsal "$2") ;;
         --only) only=$2; sweep_args+=("$1" "$2") ;;
         --topology)  # xml: paths relative to the caller, like --out
           topologies=()
@@ -80,7 +85,9 @@ for ((i = 0; i < ${#sweep_args[@]}; i += 2)); do
   value=${sweep_args[i + 1]}
   case "${sweep_args[i]}" in
     --modes) for m in ${value//,/ }; do
-               case "$m" in flat|numa|go) ;; *) echo "reproduce.sh: --modes: unknown mode '$m' (flat, numa or go)" >&2; exit 2 ;; esac
+               case "$m" in flat|numa|go|go_numactl|tbb|omp|fiber) ;;
+                 *) echo "reproduce.sh: --modes: unknown mode '$m' (flat, numa, go, go_numactl, tbb, omp or fiber)" >&2; exit 2 ;;
+               esac
              done ;;
     --procs) for n in ${value//,/ }; do
                [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 1024 ] ||
@@ -124,7 +131,7 @@ if [ -z "$out" ]; then
   out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
   # Only a complete run, of the Release build this script made from committed sources, may
   # replace the paper's figures.
-  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ]; then
+  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && [ ${#rehearsal[@]} -eq 0 ]; then
     if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
       echo "reproduce.sh: uncommitted changes: this run will not replace paper/figures and paper/generated"
     else
@@ -161,7 +168,8 @@ quick=()
 "$build/topology/nugo-topo" | sed -n 1,12p
 
 begin "workload sweep (scripts/sweep.py)"
-$py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" || failed+=(sweep)
+$py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" ${rehearsal[@]+"${rehearsal[@]}"} ||
+  failed+=(sweep)
 if [ -z "$only" ]; then
   begin "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/ablation.py)"
   $py scripts/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}" || failed+=(ablation)

@@ -110,7 +110,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
-COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "timing_reported",
+COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "host", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
@@ -162,13 +162,14 @@ class Topo:
     def __init__(self, name: str, spec: str, emulated: bool, described: tuple, procs: list[int] | None,
                  timing: bool):
         self.name, self.spec, self.emulated = name, spec, emulated
-        self.pus, self.nodes, self.distance = described
+        self.pus, self.nodes, self.distance, self.restriction = described
         self.fixed_procs, self.timing = procs, timing
 
 
-def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]]:
-    """(PUs, nodes with CPUs, the distance matrix) of a topology, from nugo-topo, which loads
-    it as the runtime does (and refuses a bad one with a message naming it)."""
+def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]], str]:
+    """(PUs, nodes with CPUs, the distance matrix, how the machine was narrowed to this
+    process's CPUs or "") of a topology, from nugo-topo, which loads it as the runtime does
+    (and refuses a bad one with a message naming it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")} | {"NUGO_TOPOLOGY": spec}
     try:
         out = subprocess.run([str(build / "topology" / "nugo-topo"), "--procs", "1"], env=env,
@@ -187,7 +188,8 @@ def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]
                 if not cells or not all(c.isdigit() for c in cells):
                     break
                 distances.append([int(c) for c in cells[1:]])
-    return int(pus.group(1)), nodes, distances
+    restricted = re.search(r"^  \(restricted: (.*)\)$", out.stdout, re.M)
+    return int(pus.group(1)), nodes, distances, restricted.group(1) if restricted else ""
 
 
 def resolve_topology(build: Path, name: str) -> Topo:
@@ -249,6 +251,16 @@ def find_peers(build: Path, modes: list[str]) -> dict[str, tuple[Path, list[str]
     return found
 
 
+_host: list[str] = []
+
+
+def host_kind() -> str:
+    """explib.machine_kind of this machine, asked once per process."""
+    if not _host:
+        _host.append(explib.machine_kind(explib.virtualization()))
+    return _host[0]
+
+
 _placements: dict[tuple[str, int], str] = {}
 
 
@@ -273,15 +285,39 @@ def nugo_cpus(build: Path, n: int) -> str:
     return _placements[key]
 
 
-def cpu_nodes() -> list[int]:
-    """This machine's NUMA nodes with CPUs (the OS's numbers), from sysfs."""
-    nodes = []
+def cpu_list(text: str) -> list[int]:
+    """A kernel CPU list ("0-3,8") as numbers."""
+    cpus = []
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def compact(cpus: list[int]) -> str:
+    """Numbers as a kernel CPU list: [0, 1, 2, 5] -> "0-2,5"."""
+    ranges: list[list[int]] = []
+    for c in sorted(cpus):
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in ranges)
+
+
+def cpu_nodes() -> dict[int, list[int]]:
+    """This machine's NUMA nodes with CPUs this process may use (the OS's numbers, from sysfs),
+    each with those CPUs: under taskset, numactl --cpunodebind or a cgroup cpuset, only part of
+    the machine."""
+    allowed = os.sched_getaffinity(0)
+    nodes = {}
     for d in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"), key=lambda d: int(d.name[4:])):
         try:
-            if (d / "cpulist").read_text().strip():
-                nodes.append(int(d.name[4:]))
-        except OSError:
+            cpus = [c for c in cpu_list((d / "cpulist").read_text()) if c in allowed]
+        except (OSError, ValueError):
             continue
+        if cpus:
+            nodes[int(d.name[4:])] = cpus
     return nodes
 
 
@@ -289,8 +325,8 @@ def go_per_node_support() -> str:
     """"" where Go per node can run here, else why not."""
     nodes = cpu_nodes()
     if len(nodes) < 2:
-        return (f"n/a: this machine has {len(nodes)} NUMA node with CPUs; one Go process per node under numactl "
-                "needs several (it runs on a multi-socket machine)")
+        return (f"n/a: this process may use CPUs of {len(nodes)} NUMA node; one Go process per node under "
+                "numactl needs several (it runs on a multi-socket machine)")
     if not shutil.which("numactl"):
         return "n/a: no numactl (apt-get install numactl)"
     return ""
@@ -298,7 +334,8 @@ def go_per_node_support() -> str:
 
 def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_s: float) -> tuple[dict, str]:
     """One run of Go per node: a go-workload process per NUMA node with CPUs, under numactl
-    --cpunodebind=K --membind=K, each with GOMAXPROCS = n / nodes and its part of the data
+    --physcpubind=(node K's CPUs this process may use) --membind=K (as --cpunodebind=K, without
+    leaving an affinity mask), each with GOMAXPROCS = n / nodes and its part of the data
     (-part); all set up their data, say ready, and are started together (-barrier), so that
     their kernels overlap. The run's time is the slowest part's, its work the parts' sum, and it
     is right when every part is. Returns (the combined JSON, the processes' stderr)."""
@@ -307,8 +344,8 @@ def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_
     timer = threading.Timer(timeout_s, lambda: [p.kill() for p in procs])
     timer.start()
     try:
-        for i, k in enumerate(nodes):
-            cmd = ["numactl", f"--cpunodebind={k}", f"--membind={k}", str(go_exe), w, "-size", size,
+        for i, (k, cpus) in enumerate(nodes.items()):
+            cmd = ["numactl", f"--physcpubind={compact(cpus)}", f"--membind={k}", str(go_exe), w, "-size", size,
                    "-part", f"{i}/{len(nodes)}", "-barrier"]
             procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True, env=env | {"GOMAXPROCS": str(n // len(nodes))}))
@@ -343,6 +380,15 @@ def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_
                         "result": "; ".join(f"node {k}: {part['result']}" for k, part in zip(nodes, parts))}, errors)
 
 
+def up_to_date(target: Path, inputs: list[Path]) -> bool:
+    """target exists and is newer than every input file (as make decides)."""
+    try:
+        built = target.stat().st_mtime_ns
+        return all(p.stat().st_mtime_ns < built for p in inputs if p.is_file())
+    except OSError:
+        return False
+
+
 def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
     go = shutil.which("go")
     if not go:
@@ -350,16 +396,19 @@ def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
               "installs Go 1.19)", file=sys.stderr)
         return None
     exe = build / "go-workload"
+    if up_to_date(exe, [Path(go).resolve(), *explib.GO_DIR.rglob("*")]):
+        return exe  # go build would say so too, after reading the toolchain's every package
     try:
         runner.run([go, "build", "-o", exe, "./workloads"], cwd=explib.GO_DIR,
                    env=explib.go_environment(build), timeout_s=600)
     except explib.Failed as e:
         print(f"{PROG}: the Go twins did not build, so they are left out:\n{e}", file=sys.stderr)
         return None
+    os.utime(exe)  # go build leaves a twin it finds up to date untouched; it is up to date now
     return exe
 
 
-def machine_info(build: Path, topologies: list[Topo]) -> dict:
+def machine_info(build: Path, topologies: list[Topo], rehearsal: str = "") -> dict:
     def cmd(argv, **kw):
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kw)
@@ -389,10 +438,22 @@ def machine_info(build: Path, topologies: list[Topo]) -> dict:
     revision = cmd(["git", "rev-parse", "HEAD"], cwd=explib.ROOT)
     dirty = cmd(["git", "status", "--porcelain", "--untracked-files=no"], cwd=explib.ROOT)
     compiler = cache.get("CMAKE_CXX_COMPILER", "c++")
+    virt = explib.virtualization()
+    machine = next((t for t in topologies if t.name == "machine"), None)
     return {
+        # Where the rows on topology `machine` ran: hardware or a virtual machine (and which).
+        "machine_kind": host_kind(),
+        "virtualization": virt,
+        # A rehearsal of the pipeline (scripts/numa-check.sh --reproduce): its timings are not
+        # results and are never quoted.
+        "rehearsal": rehearsal or None,
         "cpu_model": cpu,
         "cpus_online": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)),
+        "cpus_allowed": compact(list(os.sched_getaffinity(0))),
+        "nodes_allowed": {str(k): compact(v) for k, v in cpu_nodes().items()},
+        # How nugo narrowed the machine to the CPUs this process may use ("" for all of it).
+        "restriction": machine.restriction if machine else None,
         "kernel": platform.release(),
         "os": cmd(["sh", "-c", ". /etc/os-release && echo \"$PRETTY_NAME\""]),
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
@@ -429,6 +490,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1, help="the seed of the runs' random order (default 1)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the plan, run nothing")
     p.add_argument("--render", action="store_true", help="rewrite OUT/sweep.md from OUT/results.csv; run nothing")
+    p.add_argument("--rehearsal", metavar="WHY", default="",
+                   help="label the run a rehearsal (why, e.g. 'a QEMU TCG guest'): its timings are never results")
     args = p.parse_args()
     if args.render:
         return render(args.out)
@@ -537,7 +600,8 @@ def main() -> int:
         if not runs:
             print(f"{PROG}: nothing left to run without Go", file=sys.stderr)
             return 1
-    (out / "machine.json").write_text(json.dumps(machine_info(build, topologies), indent=2) + "\n")
+    machine_json = machine_info(build, topologies, args.rehearsal)
+    (out / "machine.json").write_text(json.dumps(machine_json, indent=2) + "\n")
     perf = perf_support()
     if perf[1]:
         print(f"{PROG}: hardware counters {perf[1]}", file=sys.stderr)
@@ -563,14 +627,15 @@ def main() -> int:
             progress.finished(f"{w:13} {t.name:7} {m:4} {b:4} {n:3} Ps  rep {rep}: "
                               + (shown if row["ok"] == 1 else "FAILED"))
 
-    summary = summarize(rows)
+    summary = summarize(rows, machine_json)
     (out / "sweep.md").write_text(summary["markdown"])
     print("\n" + summary["text"])
     explib.write_json(out / "sweep.json", {"medians": summary["medians"], "failures": failures},
                       {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
                        "modes": modes, "bindings": bindings, "seed": args.seed,
+                       "rehearsal": args.rehearsal or None,
                        "peers": {m: {"executable": str(e), "workloads": ws} for m, (e, ws) in peers.items()},
-                       "go_per_node": per_node_na or f"numactl, one process per node of {cpu_nodes()}",
+                       "go_per_node": per_node_na or f"numactl, one process per node of {list(cpu_nodes())}",
                        "order": "random (seeded)", "cpus_usable": real_cpus,
                        "topologies": [t.name for t in topologies],
                        "configurations": [[t.name, m, n, b] for t, m, n, b in configs]},
@@ -587,7 +652,11 @@ def render(out: Path) -> int:
         rows = explib.read_results(out / "results.csv")
     except OSError as e:
         return explib.bad_input(PROG, f"--render: {e}")
-    summary = summarize(rows)
+    try:
+        machine = json.loads((out / "machine.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        machine = {}
+    summary = summarize(rows, machine)
     (out / "sweep.md").write_text(summary["markdown"])
     print(summary["text"])
     return 0
@@ -613,14 +682,16 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
             "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
             "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
-            "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name}
+            "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name, "host": host_kind()}
     stats_file = logs / f"{run_id}.stats.json"
     if m == GO_PER_NODE:
         if go_exe is None:
             row["error"] = "no Go"
             return row
         env = explib.go_environment(build)
-        row["runtime_env"] = f"numactl --cpunodebind=K --membind=K per node of {cpu_nodes()}, GOMAXPROCS={n // len(cpu_nodes())} each"
+        nodes = cpu_nodes()
+        row["runtime_env"] = (f"numactl --physcpubind=CPUS --membind=K per node K of {list(nodes)}, "
+                              f"GOMAXPROCS={n // len(nodes)} each")
         try:
             result, errors = go_per_node_run(go_exe, w, size, n, env, runner.timeout_s)
         except explib.Failed as e:
@@ -792,9 +863,29 @@ def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], l
     return tables
 
 
-def summarize(rows: list[dict]) -> dict:
+def provenance(machine: dict) -> str:
+    """What a reader must know before any number of the run: where `machine` ran (hardware or a
+    virtual machine), whether the process had all of it, and whether the run is a rehearsal."""
+    if not machine:
+        return ""
+    lines = [f"Ran on {machine.get('machine_kind', 'an unknown machine')}: {machine.get('cpu_model', '?')}, "
+             f"{machine.get('cpus_usable', '?')} of {machine.get('cpus_online', '?')} CPUs usable "
+             f"({machine.get('cpus_allowed', '?')}), NUMA nodes with usable CPUs "
+             f"{', '.join(machine.get('nodes_allowed') or {}) or '?'}."]
+    if machine.get("restriction"):
+        lines.append(f"The process had part of the machine: nugo used {machine['restriction']}.")
+    if machine.get("machine_kind", "").startswith("a QEMU guest"):
+        lines.append("Software emulation: the timings describe QEMU, not the runtimes.")
+    if machine.get("rehearsal"):
+        lines.append(f"REHEARSAL ({machine['rehearsal']}): this run checks the pipeline; "
+                     "none of its timings is a result, and none is quoted.")
+    return " ".join(lines)
+
+
+def summarize(rows: list[dict], machine: dict | None = None) -> dict:
     """Medians with their 95% confidence intervals per topology, workload, P count and binding,
-    beside each other by mode; and the locality counters per topology and mode."""
+    beside each other by mode; and the locality counters per topology and mode. machine:
+    machine.json, whose provenance heads the tables."""
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         if r["ok"] == 1 and r["timing_reported"] == 1:
@@ -851,10 +942,14 @@ def summarize(rows: list[dict]) -> dict:
     peer_tables = peers_tables(rows, by_key)
     text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n"
             + "".join(f"\n{title}\n\n{explib.table(t_rows, t_headers)}\n" for title, t_headers, t_rows in peer_tables))
-    md = ("# Workload sweep\n\n" + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
+    said = provenance(machine or {})
+    if said:
+        text = said + "\n\n" + text
+    kind = (machine or {}).get("machine_kind", "this machine")
+    md = ("# Workload sweep\n\n" + (said + "\n\n" if said else "") + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
     if peer_tables:
-        md += ("\n## nugo against the peers (hardware: this machine)\n\n" + PEERS_NOTE + "\n"
+        md += (f"\n## nugo against the peers (this machine: {kind})\n\n" + PEERS_NOTE + "\n"
                + "".join(f"\n### {title}\n\n{explib.table(t_rows, t_headers, markdown=True)}\n"
                          for title, t_headers, t_rows in peer_tables))
     return {"medians": medians, "text": text, "markdown": md}

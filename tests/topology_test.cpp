@@ -190,6 +190,30 @@ TEST_CASE("this machine loads as itself", "[topology]") {
     CHECK_FALSE(t.memory_node(-1).has_value());
 }
 
+TEST_CASE("this machine is the CPUs the process started with, not a pinned thread's", "[topology]") {
+    const Topology whole = Topology::load("");
+    CHECK(whole.restriction.empty() == (whole.pu_count() >= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))));
+    std::vector<int> every;
+    for (const nugo::topo::Pu& pu : whole.pus) every.push_back(pu.os_index);
+    CHECK(every == whole.real_cpus);  // the real machine is narrowed to the process's CPUs
+    // A thread pinned to one CPU (as nugo binds its Ms, or a program pins a thread to a node
+    // before it touches memory) still sees the process's machine: nugo::numa's view of the
+    // real machine is loaded lazily, by whichever thread allocates first.
+    std::optional<Topology> pinned;
+    on_thread([&] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(whole.real_cpus.back(), &set);
+        REQUIRE(sched_setaffinity(0, sizeof set, &set) == 0);
+        pinned = Topology::load("");
+    });
+    REQUIRE(pinned);
+    CHECK(pinned->real_cpus == whole.real_cpus);
+    CHECK(pinned->pu_count() == whole.pu_count());
+    CHECK(pinned->nodes.size() == whole.nodes.size());
+    CHECK(pinned->restriction == whole.restriction);
+}
+
 TEST_CASE("binding pins the calling thread to the PU's real CPU", "[topology]") {
     const Topology t = Topology::load("");
     for (int pu = 0; pu < t.pu_count(); ++pu) {
@@ -449,6 +473,68 @@ TEST_CASE("assign_ps gives memory-only nodes no Ps", "[topology][shared]") {
     CHECK(ps_per_node(*knl, knl->assign_ps(6)) == std::vector<int>{2, 2, 1, 1, 0, 0, 0, 0});
 }
 
+// The CPUs (OS indexes) of the nodes with these OS numbers.
+std::vector<int> cpus_of_nodes(const Topology& t, const std::set<int>& os_nodes) {
+    std::vector<int> cpus;
+    for (const nugo::topo::Pu& pu : t.pus)
+        if (pu.node >= 0 && os_nodes.count(t.nodes[pu.node].os_index)) cpus.push_back(pu.os_index);
+    return cpus;  // ascending: pus are sorted by OS index
+}
+
+TEST_CASE("restrict_to_cpus keeps the allowed CPUs, their nodes and their distances", "[topology][shared]") {
+    const std::optional<Topology> opteron = load_shared("opteron-8node-16pu-distances.xml");
+    if (!opteron) return;
+    Topology t = *opteron;
+    t.restrict_to_cpus(cpus_of_nodes(t, {2, 5}));  // numactl --cpunodebind=2,5
+    check_invariants(t);
+    REQUIRE(t.nodes.size() == 2);
+    CHECK(t.nodes[0].os_index == 2);
+    CHECK(t.nodes[1].os_index == 5);
+    CHECK(t.pu_count() == 4);
+    CHECK(t.distance == std::vector<std::vector<int>>{{opteron->distance[2][2], opteron->distance[2][5]},
+                                                       {opteron->distance[5][2], opteron->distance[5][5]}});
+    CHECK(t.restriction == "4 of the machine's 16 CPUs, those this process may run on (taskset, numactl "
+                           "--cpunodebind or a cgroup cpuset); without nodes 0, 1, 3, 4, 6, 7, none of "
+                           "whose CPUs it may use");
+    CHECK(ps_per_node(t, t.assign_ps(4)) == std::vector<int>{2, 2});
+    CHECK(t.nodes_by_distance(1) == std::vector<int>{1, 0});
+
+    // Part of a node: the node stays with the CPUs allowed.
+    Topology part = *opteron;
+    part.restrict_to_cpus({cpus_of_nodes(part, {0})[0]});
+    check_invariants(part);
+    REQUIRE(part.nodes.size() == 1);
+    CHECK(part.nodes[0].pus.size() == 1);
+    CHECK_THAT(part.restriction, Catch::StartsWith("1 of the machine's 16 CPUs"));
+
+    // Everything allowed: nothing changes, nothing is said.
+    Topology all = *opteron;
+    std::vector<int> every;
+    for (const nugo::topo::Pu& pu : all.pus) every.push_back(pu.os_index);
+    all.restrict_to_cpus(every);
+    CHECK(all.pu_count() == opteron->pu_count());
+    CHECK(all.nodes.size() == opteron->nodes.size());
+    CHECK(all.restriction.empty());
+
+    // Nothing allowed: an error, never an empty machine.
+    Topology none = *opteron;
+    CHECK_THROWS_AS(none.restrict_to_cpus({1000}), TopologyError);
+
+    // Memory-only nodes stay: their memory is not the mask's to forbid.
+    const std::optional<Topology> knl = load_shared("knl-snc4-hybrid-mcdram-memory-nodes.xml");
+    REQUIRE(knl);
+    Topology quadrant = *knl;
+    quadrant.restrict_to_cpus(cpus_of_nodes(quadrant, {0}));
+    check_invariants(quadrant);
+    REQUIRE(quadrant.nodes.size() == 5);
+    CHECK(quadrant.nodes[0].os_index == 0);
+    for (int n = 1; n < 5; ++n) {
+        CHECK(quadrant.nodes[n].os_index == n + 3);
+        CHECK(quadrant.nodes[n].pus.empty());
+    }
+    CHECK(ps_per_node(quadrant, quadrant.assign_ps(3)) == std::vector<int>{3, 0, 0, 0, 0});
+}
+
 // Ps per real CPU, when every emulated PU's thread is bound with real_cpu.
 std::map<int, int> ps_per_real_cpu(const Topology& t, int procs) {
     std::map<int, int> count;
@@ -562,5 +648,23 @@ TEST_CASE("nugo-topo prints the report and fails cleanly", "[topology][tool]") {
     CHECK(run_tool(two, "--frobnicate").status == 2);
     CHECK(run_tool(two, "--procs 0").status == 2);
     CHECK(run_tool(two, "--help").status == 0);
+
+    // Under an affinity mask (taskset), the real machine is the CPUs of the mask, and every P is
+    // bound within it; an emulated one is folded onto them.
+    const Topology whole = Topology::load("");
+    if (whole.real_cpus.size() < 2) {
+        WARN("one CPU: no narrower affinity mask to try");
+        return;
+    }
+    const std::string last = std::to_string(whole.real_cpus.back());
+    Run masked = run_tool("taskset -c " + last + " env -u NUGO_TOPOLOGY", "--procs 2");
+    CHECK(masked.status == 0);
+    CHECK_THAT(masked.output, Catch::Contains("(restricted: 1 of the machine's"));
+    CHECK_THAT(masked.output, Catch::Contains("1 PU, "));
+    CHECK_THAT(masked.output, Catch::Contains("P0 -> node 0, PU " + last + " (real CPU " + last + ")"));
+    CHECK_THAT(masked.output, Catch::Contains("(real CPU " + last + ")\n  P1"));
+    Run folded = run_tool("taskset -c " + last + " env " + two, "--procs 4");
+    CHECK(folded.status == 0);
+    CHECK_THAT(folded.output, Catch::Contains("folded onto 1 real CPU,"));
 }
 #endif

@@ -145,6 +145,7 @@ struct Session {
   std::vector<int> node_os;
   std::string mode, topology;
   bool emulated = false;
+  std::vector<int> cpus;  // the CPUs the process may run on (the writer's affinity)
 
   std::thread writer;
   Note writer_note;
@@ -222,11 +223,13 @@ void write_chunk(Session* s, const TraceBuf* b) {
 // The writer thread: full buffers to the temporary file, and the cap.
 void writer_main(Session* s) {
   // Started from a goroutine, the thread inherits its M's binding (one CPU with NUGO_BIND=pu):
-  // it would compete with that P alone. Any CPU the process may use will do.
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
-  sched_setaffinity(0, sizeof all, &all);  // the kernel keeps the CPUs the process may use
+  // it would compete with that P alone. Any CPU the process may use will do: those it started
+  // with (Topology::real_cpus), not every CPU, which would leave a taskset or numactl mask.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  for (int cpu : s->cpus)
+    if (cpu < CPU_SETSIZE) CPU_SET(cpu, &allowed);
+  if (CPU_COUNT(&allowed) > 0) sched_setaffinity(0, sizeof allowed, &allowed);
   for (;;) {
     bool exiting = s->writer_exit.load(std::memory_order_acquire);
     TraceBuf* list = s->full.exchange(nullptr, std::memory_order_acquire);
@@ -729,6 +732,7 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
   s->mode = sc_.mode == Mode::numa ? "numa" : "flat";
   s->topology = sc_.cfg.topology.empty() ? "this machine" : sc_.cfg.topology;
   s->emulated = sc_.topology.emulated;
+  s->cpus = sc_.topology.real_cpus;
   for (std::size_t i = 0; i < 2 * s->p_node.size() + 8; ++i)
     s->pool.push_back(s->owned.emplace_back(std::make_unique<TraceBuf>()).get());
   static const bool tsc = usable_tsc();

@@ -66,6 +66,7 @@ void describe_machine(std::ostream& out, const Topology& t) {
     if (t.emulated)
         out << "  (emulated: threads folded onto " << count(t.real_cpus.size(), "real CPU")
             << ", memory not bound)\n";
+    if (!t.restriction.empty()) out << "  (restricted: " << t.restriction << ")\n";
     out << count(static_cast<std::size_t>(t.packages), "package") << ", "
         << count(static_cast<std::size_t>(t.cores), "core") << ", " << count(t.pus.size(), "PU")
         << ", " << count(t.nodes.size(), "NUMA node") << '\n';

@@ -7,6 +7,7 @@
 #include <hwloc.h>
 #include <numa.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 namespace nugo::topo {
@@ -274,6 +276,23 @@ std::vector<int> affinity_cpus(std::string_view spec) {
     }
 }
 
+// The CPUs this process may run on, as it started: what taskset, numactl --cpunodebind or a
+// cgroup cpuset gave it. Read once, during static initialization, on the thread that loads
+// the library (the main thread, before main). A thread's own mask later says only where that
+// thread was put: nugo binds its Ms, and a program may pin a thread to a node before it touches
+// memory, as the placement checks do. Empty if the kernel would not say.
+const std::vector<int>& start_cpus() {
+    static const std::vector<int> cpus = [] {
+        try {
+            return affinity_cpus("");
+        } catch (const TopologyError&) {
+            return std::vector<int>{};
+        }
+    }();
+    return cpus;
+}
+[[maybe_unused]] const bool start_cpus_read = !start_cpus().empty();
+
 Topology from_hwloc(std::string_view spec, hwloc_topology_t topology, std::string source,
                     bool emulated) {
     Topology t;
@@ -292,12 +311,94 @@ Topology from_hwloc(std::string_view spec, hwloc_topology_t topology, std::strin
     if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const Node& n) { return !n.pus.empty(); }))
         fail(spec, "no NUMA node holds a PU");
     fill_distances(t, topology);
-    t.real_cpus = affinity_cpus(spec);
-    if (t.real_cpus.empty()) fail(spec, "this process may run on no CPU");
+    t.real_cpus = start_cpus();
+    if (t.real_cpus.empty())
+        fail(spec, "cannot tell which CPUs this process may run on (sched_getaffinity failed at start)");
+    if (!t.emulated) {
+        t.restrict_to_cpus(t.real_cpus);
+        // hwloc itself hides the CPUs a cgroup cpuset forbids; say so too.
+        const long online = sysconf(_SC_NPROCESSORS_ONLN);
+        if (t.restriction.empty() && online > static_cast<long>(t.pus.size()))
+            t.restriction = std::to_string(t.pus.size()) + " of the machine's " +
+                            std::to_string(online) +
+                            " online CPUs: the others are outside this process's cgroup cpuset";
+    }
     return t;
 }
 
 }  // namespace
+
+void Topology::restrict_to_cpus(const std::vector<int>& cpus) {
+    auto allowed = [&](const Pu& pu) {
+        return std::binary_search(cpus.begin(), cpus.end(), pu.os_index);
+    };
+    const auto kept_count = std::count_if(pus.begin(), pus.end(), allowed);
+    if (kept_count == static_cast<std::ptrdiff_t>(pus.size())) return;
+    if (kept_count == 0)
+        throw TopologyError(source + ": this process may run on none of its CPUs (affinity " +
+                            "mask or cgroup cpuset)");
+
+    // PUs: the allowed ones, their cores renumbered densely in order of first appearance.
+    std::vector<int> pu_index(pus.size(), -1);
+    std::vector<Pu> kept_pus;
+    std::map<int, int> core_number;
+    for (std::size_t i = 0; i < pus.size(); ++i) {
+        if (!allowed(pus[i])) continue;
+        pu_index[i] = static_cast<int>(kept_pus.size());
+        Pu pu = pus[i];
+        pu.core = core_number.try_emplace(pu.core, static_cast<int>(core_number.size())).first->second;
+        kept_pus.push_back(pu);
+    }
+    // Nodes: those that keep a PU, and those that never had one (memory-only nodes). A node
+    // whose every CPU is forbidden is not this process's to schedule on.
+    std::vector<int> node_index(nodes.size(), -1);
+    std::vector<Node> kept_nodes;
+    std::vector<int> dropped_nodes;
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+        Node node = nodes[n];
+        node.pus.clear();
+        for (int pu : nodes[n].pus)
+            if (pu_index[pu] >= 0) node.pus.push_back(pu_index[pu]);
+        if (node.pus.empty() && !nodes[n].pus.empty()) {
+            dropped_nodes.push_back(nodes[n].os_index);
+            continue;
+        }
+        node_index[n] = static_cast<int>(kept_nodes.size());
+        kept_nodes.push_back(std::move(node));
+    }
+    for (Pu& pu : kept_pus) pu.node = pu.node >= 0 ? node_index[pu.node] : -1;
+    std::vector<std::vector<int>> kept_distance;
+    for (std::size_t a = 0; a < nodes.size(); ++a) {
+        if (node_index[a] < 0) continue;
+        kept_distance.emplace_back();
+        for (std::size_t b = 0; b < nodes.size(); ++b)
+            if (node_index[b] >= 0) kept_distance.back().push_back(distance[a][b]);
+    }
+    // Packages: those of the CPU-bearing nodes kept, when every node knows its package.
+    std::set<int> kept_packages;
+    bool packages_known = true;
+    for (const Node& node : kept_nodes) {
+        if (node.pus.empty()) continue;
+        if (node.package < 0) packages_known = false;
+        kept_packages.insert(node.package);
+    }
+    if (packages_known) packages = static_cast<int>(kept_packages.size());
+
+    restriction = std::to_string(kept_pus.size()) + " of the machine's " +
+                  std::to_string(pus.size()) + " CPUs, those this process may run on (taskset, " +
+                  "numactl --cpunodebind or a cgroup cpuset)";
+    if (!dropped_nodes.empty()) {
+        restriction += "; without node";
+        restriction += dropped_nodes.size() == 1 ? " " : "s ";
+        for (std::size_t i = 0; i < dropped_nodes.size(); ++i)
+            restriction += (i ? ", " : "") + std::to_string(dropped_nodes[i]);
+        restriction += ", none of whose CPUs it may use";
+    }
+    pus = std::move(kept_pus);
+    cores = static_cast<int>(core_number.size());
+    nodes = std::move(kept_nodes);
+    distance = std::move(kept_distance);
+}
 
 Topology Topology::load(std::string_view spec) {
     HwlocTopology topology(spec);

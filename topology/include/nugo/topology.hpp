@@ -55,7 +55,12 @@ struct Topology {
     std::vector<Node> nodes;  // sorted by os_index; includes memory-only nodes
     std::vector<std::vector<int>> distance;  // nodes.size() squared, by position in nodes
     std::string distance_source;  // "hwloc", "libnuma", or "default (10 local, 20 remote)"
-    std::vector<int> real_cpus;   // CPUs this process may run on (sched_getaffinity), ascending
+    // CPUs this process may run on, ascending: its affinity mask as the process started (read
+    // before main), not the calling thread's mask of the moment, which binding may have narrowed.
+    std::vector<int> real_cpus;
+    // How the real machine was narrowed to the CPUs this process may use (an affinity mask
+    // from taskset or numactl, a cgroup cpuset); "" when it may use the whole machine.
+    std::string restriction;
 
     // "" = this machine; "synthetic:<hwloc synthetic description>"; "xml:<path>".
     static Topology load(std::string_view spec);
@@ -75,6 +80,12 @@ struct Topology {
     std::vector<int> nodes_by_distance(int node) const;
     // Multi-line human report (nugo-topo prints it).
     std::string describe(int procs) const;
+    // Keeps only the PUs whose OS index is in `cpus` (ascending) and the nodes that still hold
+    // one, plus the memory-only nodes; the distance matrix keeps their rows and columns. load()
+    // applies it to the real machine with real_cpus, so that a process under taskset, numactl
+    // --cpunodebind or a cgroup cpuset never places a P outside its CPUs. Sets `restriction`
+    // when anything was dropped. Throws TopologyError when no PU would be left.
+    void restrict_to_cpus(const std::vector<int>& cpus);
 };
 
 // Pins the calling thread to real_cpu(pu). Throws TopologyError with the errno text.
