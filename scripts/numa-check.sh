@@ -13,7 +13,8 @@
 #                                              machine and again under taskset on the CPUs of
 #                                              its odd-numbered nodes, then its results checked
 #                                              (scripts/rehearsal_check.py); see "The rehearsal"
-# Options: --build-dir DIR (default build), --timeout SECONDS (whole guest run, default 240),
+# Options: --build-dir DIR (default build), --timeout SECONDS (whole guest run, default 240;
+#          1200 with --reproduce),
 #          --node-mem MIB (memory per node, default 1024), --log FILE (console log; default
 #          DIR/numa-check/vm-N.log, or native.log), --extra PROG (one more check program: it
 #          passes when it exits 0; repeatable), --console (stream the whole console), --keep
@@ -250,6 +251,19 @@ else
 fi
 nodes=$(echo "$kernel" | grep -c .)
 online=$(echo "0|$(cat /sys/devices/system/cpu/online)|0" | normal | cut -d'|' -f2)
+# What this process may use of it (taskset, numactl, a cgroup cpuset), as nugo-topo shows it: the
+# allowed CPUs, the nodes that keep one or never had one, and their rows and columns of distances.
+allowed=$(echo "0|$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)|0" | normal | cut -d'|' -f2)
+usable=$(echo "$kernel" | awk -F'|' -v allowed="$allowed" '
+  BEGIN { m = split(allowed, a, ","); for (i = 1; i <= m; i++) ok[a[i]] = 1 }
+  { node[NR] = $1; dist[NR] = $3; c = ""; k = split($2, p, ",")
+    for (i = 1; i <= k; i++) if (p[i] in ok) c = c (c == "" ? "" : ",") p[i]
+    cpus[NR] = c; keep[NR] = (c != "" || $2 == "") }
+  END { for (r = 1; r <= NR; r++) if (keep[r]) {
+          split(dist[r], dd, " "); d = ""
+          for (j = 1; j <= NR; j++) if (keep[j]) d = d (d == "" ? "" : " ") dd[j]
+          print node[r] "|" cpus[r] "|" d } }')
+usable_nodes=$(echo "$usable" | grep -c .)
 problem=$(echo "$kernel" | awk -F'|' -v online="$online" -v nodes="$nodes" '
   { n = split($3, d, " "); if (n != nodes) print "node " $1 " has " n " distances for " nodes " nodes"
     idx = NR; if (d[idx] != 10) print "node " $1 " has distance " d[idx] " to itself"
@@ -323,10 +337,10 @@ for prog in "$@"; do
     check nugo-topo FAIL "says emulated: $(grep -m1 emulated "$out")"
   elif ! grep -q '^topology: this machine' "$out"; then
     check nugo-topo FAIL "not this machine's topology: $(head -n 1 "$out")"
-  elif [ "$said" != "$nodes" ]; then
-    check nugo-topo FAIL "says ${said:-no count of} NUMA nodes, the kernel shows $nodes"
-  elif [ "$seen" != "$kernel" ]; then
-    check nugo-topo FAIL "shows $(echo "$seen" | readable) | the kernel shows $(echo "$kernel" | readable)"
+  elif [ "$said" != "$usable_nodes" ]; then
+    check nugo-topo FAIL "says ${said:-no count of} NUMA nodes, the kernel shows $usable_nodes this process may use"
+  elif [ "$seen" != "$usable" ]; then
+    check nugo-topo FAIL "shows $(echo "$seen" | readable) | the kernel shows, of what this process may use, $(echo "$usable" | readable)"
   else
     check nugo-topo PASS "this machine, not emulated, $said NUMA node(s), their CPUs and distances as the kernel's ($(sed -n 's/^distances (\(.*\)):$/\1/p' "$out"))"
   fi
@@ -427,17 +441,26 @@ if [ "$reproduce" = 1 ]; then
     modules+=("$m")
   }
   for name in virtio_pci 9pnet_virtio 9p overlay; do
+    if grep -q "/$name\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then continue; fi  # built in
     rel=$(grep -m1 -o "^[^:]*/$name\.ko[^:]*" "$moddir/modules.dep") ||
       missing "$kver has no module $name (the rehearsal needs virtio_pci, 9pnet_virtio, 9p and overlay)"
     add_module "$rel"
   done
-  for m in "${modules[@]}"; do
-    case "$m" in *.ko) ;; *) missing "$moddir/$m: compressed modules are not supported (busybox insmod loads plain .ko files)" ;; esac
+  for m in ${modules[@]+"${modules[@]}"}; do
+    case "$m" in
+      *.ko) ;;
+      *.ko.xz) command -v xz >/dev/null || missing "$moddir/$m is compressed: install xz-utils" ;;
+      *.ko.zst) command -v zstd >/dev/null || missing "$moddir/$m is compressed: install zstd" ;;
+      *) missing "$moddir/$m: a compression busybox insmod cannot load" ;;
+    esac
   done
 
   [ -n "$rehearsal_out" ] || rehearsal_out=$build/numa-check/rehearsal-vm-$nodes
-  case "$rehearsal_out" in /*) ;; *) rehearsal_out=$PWD/$rehearsal_out ;; esac
-  case "$rehearsal_out" in /|"$root"|"$build") die "--out $rehearsal_out: it is emptied first; give a directory of its own" ;; esac
+  rehearsal_out=$(realpath -m "$rehearsal_out")
+  # It is emptied first: only a new or empty directory, or an earlier rehearsal's (rehearse.sh).
+  if [ -e "$rehearsal_out" ] && [ -n "$(ls -A "$rehearsal_out" 2>/dev/null)" ] && [ ! -f "$rehearsal_out/rehearse.sh" ]; then
+    die "--out $rehearsal_out: not empty and not an earlier rehearsal's results; it would be emptied, so give a new directory"
+  fi
   rm -rf "$rehearsal_out"
   mkdir -p "$rehearsal_out"
 
@@ -475,12 +498,13 @@ PY
     echo "#!/bin/bash"
     echo "# Written by scripts/numa-check.sh --reproduce; runs in the guest, chrooted into this machine's"
     echo "# file system (read-only over 9p, with a tmpfs laid over it); writes to /nugo-out only."
-    printf 'root=%q build=%q only=%q modes=%q why=%q masked_cpus=%q masked_nodes=%q nodes=%q\n' \
-      "$root" "$build" "$rehearsal_only" "$modes" "$why" "$masked_cpus" "$masked_nodes" "$nodes"
+    printf 'root=%q build=%q only=%q modes=%q why=%q masked_cpus=%q masked_nodes=%q nodes=%q home=%q\n' \
+      "$root" "$build" "$rehearsal_only" "$modes" "$why" "$masked_cpus" "$masked_nodes" "$nodes" "${HOME:-/root}"
     cat <<'GUEST'
 set -u
 out=/nugo-out
-export HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# This machine's HOME (its matplotlib font cache; writes stay in the guest's overlay).
+export HOME=$home LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 for v in $(compgen -v NUGO_); do unset "$v"; done
 cd "$root" || { echo "NUGO-STEP cannot enter $root"; exit 1; }
 step() { echo "NUGO-STEP $*"; }
@@ -498,7 +522,7 @@ default_run default-mode
 # Two Ps per node, every CPU of the guest: smaller counts would add minutes of emulation and
 # nothing a multi-node kernel must show.
 step "scripts/reproduce.sh --quick --only $only --procs $((2 * nodes)) on the whole guest"
-scripts/reproduce.sh --quick --build-dir "$build" --only "$only" --modes "$modes" --procs "$((2 * nodes))" \
+scripts/reproduce.sh --quick --build-dir "$build" --only "$only" --modes "$modes" --procs "$((2 * nodes))" --topology machine \
   --out "$out/whole" --rehearsal "$why" 2>&1 | sed -u 's/^/  whole | /'
 status whole "${PIPESTATUS[0]}"
 # Under the mask, the part of the pipeline that places work: the sweep, on the memory-bound
@@ -509,7 +533,7 @@ step "scripts/sweep.py --quick --only triad --procs $masked under taskset -c $ma
 default_run masked-default-mode taskset -c "$masked_cpus"
 taskset -c "$masked_cpus" "$build/topology/nugo-topo" --procs "$masked" >"$out/masked-topo.txt" 2>&1
 taskset -c "$masked_cpus" /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad \
-  --modes "$modes" --procs "$masked" --out "$out/masked" \
+  --modes "$modes" --procs "$masked" --topology machine --out "$out/masked" \
   --rehearsal "$why, under taskset -c $masked_cpus" 2>&1 | sed -u 's/^/  masked | /'
 status masked "${PIPESTATUS[0]}"
 # As a container runs it: a cgroup (v2) cpuset with the same nodes' CPUs and memory, which hwloc
@@ -524,7 +548,7 @@ if { [ -f $cg/cgroup.controllers ] || mount -t cgroup2 cgroup2 $cg; } &&
     default_run cgroup-default-mode
     "$build/topology/nugo-topo" --procs "$masked" >"$out/cgroup-topo.txt" 2>&1
     /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad --modes "$modes" \
-      --procs "$masked" --out "$out/cgroup" \
+      --procs "$masked" --topology machine --out "$out/cgroup" \
       --rehearsal "$why, in a cgroup cpuset (cpus $masked_cpus, mems $masked_nodes)" 2>&1 | sed -u 's/^/  cgroup | /'
     status cgroup "${PIPESTATUS[0]}"
   )
@@ -572,7 +596,15 @@ cp "$work/expect" "$rootfs/nugo/expect"
 libdirs=$(cd "$rootfs" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u | tr '\n' ':')
 if [ "$reproduce" = 1 ]; then
   mkdir -p "$rootfs/nugo/modules" "$rootfs"/{host,rw,newroot}
-  for m in "${modules[@]}"; do cp "$moddir/$m" "$rootfs/nugo/modules/"; done
+  loads=()  # busybox insmod loads plain .ko files: compressed ones are unpacked here
+  for m in ${modules[@]+"${modules[@]}"}; do
+    base=$(basename "$m")
+    case "$m" in
+      *.ko.xz) xz -dc "$moddir/$m" >"$rootfs/nugo/modules/${base%.xz}"; loads+=("${base%.xz}") ;;
+      *.ko.zst) zstd -qdc "$moddir/$m" >"$rootfs/nugo/modules/${base%.zst}"; loads+=("${base%.zst}") ;;
+      *) cp "$moddir/$m" "$rootfs/nugo/modules/"; loads+=("$base") ;;
+    esac
+  done
   cat >"$rootfs/init" <<INIT
 #!/bin/sh
 # nugo numa-check guest, the rehearsal: this machine's file system over 9p under a tmpfs
@@ -585,7 +617,7 @@ exec </dev/console >/dev/console 2>&1
 echo 4 4 1 7 >/proc/sys/kernel/printk
 echo "NUGO-VM-START kernel \$(uname -r), \$(nproc) CPUs, expecting $nodes NUMA nodes with CPUs; the rehearsal"
 fail() { echo "NUGO-STEP the guest cannot set up the rehearsal: \$*"; sleep 1; poweroff -f; }
-for m in ${modules[*]##*/}; do insmod /nugo/modules/\$m || fail "insmod \$m"; done
+for m in ${loads[*]-}; do insmod /nugo/modules/\$m || fail "insmod \$m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot /host || fail "mount 9p hostroot"
 mount -t tmpfs -o size=80% tmpfs /rw || fail "mount tmpfs"
 mkdir -p /rw/upper /rw/work
@@ -629,7 +661,7 @@ chmod +x "$rootfs/init" "$rootfs/nugo/checks.sh"
 (cd "$rootfs" && find . | "${cpio[@]}" 2>"$work/cpio.err" | gzip -1 >"$work/initramfs.gz") ||
   die "cpio failed: $(cat "$work/cpio.err")"
 if [ "$reproduce" = 1 ]; then
-  echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox and the modules ${modules[*]##*/}"
+  echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox and the modules ${loads[*]-(all built in)}"
 else
   echo "$me: initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB: busybox, ${programs[*]##*/}, $(find "$rootfs" -name '*.so*' | wc -l) libraries"
 fi
@@ -724,7 +756,7 @@ fi
 if [ "$reproduce" = 1 ]; then
   echo "$me: the rehearsal in the $nodes-node guest ran in $elapsed s; its results: $rehearsal_out"
   /usr/bin/python3 "$root/scripts/rehearsal_check.py" "$rehearsal_out" --expect "$work/expect" \
-    --masked-nodes "$masked_nodes" --only "$rehearsal_only" --build-dir "$build" | tee "$rehearsal_out/checks.txt"
+    --masked-nodes "$masked_nodes" --only "$rehearsal_only" --build-dir "$build" | tee "$rehearsal_out/checks.txt" || true
   summary=$(grep -a '^NUGO-CHECK-DONE' "$rehearsal_out/checks.txt" | tail -n 1 || true)
   [ -n "$summary" ] || die "scripts/rehearsal_check.py ended without a summary line"
 fi

@@ -128,7 +128,7 @@ class Plotter:
         if self.machine.get("rehearsal"):  # never to be mistaken for a result
             fig.text(0.5, 0.5, "REHEARSAL", fontsize=40, color="red", alpha=0.25, ha="center", va="center",
                      rotation=30)
-            caption = f"REHEARSAL ({self.machine['rehearsal']}), not a result. " + caption
+            caption = f"REHEARSAL ({tex(self.machine['rehearsal'])}), not a result. " + caption
         fig.tight_layout()
         fig.savefig(self.figures / f"{name}.png", dpi=130)
         plt.close(fig)

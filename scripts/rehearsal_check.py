@@ -104,8 +104,9 @@ def topo_report(c: Checks, out: Path, name: str, nodes: list[int], cpus: list[in
     """nugo-topo's report: this machine, the nodes it may use, and Ps only on their CPUs."""
     text = read_text(out / f"{name}.txt")
     placed = [int(x) for x in re.findall(r"\(real CPU (\d+)\)", text)]
-    shown = [int(x) for x in re.findall(r"^node \d+(?: \(OS node (\d+)\))?:", text, re.M) if x] or \
-        [int(x) for x in re.findall(r"^node (\d+):", text, re.M)]
+    # "node 1 (OS node 3): ..." where the index differs from the OS number, else "node 1: ..."
+    shown = [int(os_index or index) for index, os_index in
+             re.findall(r"^node (\d+)(?: \(OS node (\d+)\))?:", text, re.M)]
     restricted = "(restricted:" in text
     c.check(name, text.startswith("topology: this machine") and "emulated" not in text and placed
             and set(placed) <= set(cpus) and shown == nodes and restricted == masked,
@@ -153,13 +154,13 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
             f"{len(rows)} rows, {len(failed)} failed" + (f": {failed[0]['mode']} {failed[0]['workload']} "
                                                         f"{failed[0]['procs']} Ps: {failed[0]['error']}" if failed else ""))
     wrong = [r for r in rows if r["topology"] != "machine" or r["emulated"] != "0" or r["latency_model"] != "0"
-             or r["timing_reported"] != "1" or "QEMU guest" not in r["host"]]
+             or r["timing_reported"] != "1" or "QEMU guest" not in r.get("machine_kind", "")]
     c.check(f"{name}-real", rows and not wrong,
-            "every row on topology machine, emulated=0, latency_model=0, host a QEMU guest" if not wrong else
+            "every row on topology machine, emulated=0, latency_model=0, machine_kind a QEMU guest" if not wrong else
             f"{len(wrong)} rows not: e.g. topology {wrong[0]['topology']}, emulated {wrong[0]['emulated']}, "
-            f"latency_model {wrong[0]['latency_model']}, host {wrong[0]['host']!r}")
+            f"latency_model {wrong[0]['latency_model']}, machine_kind {wrong[0].get('machine_kind')!r}")
     modes = sorted({r["mode"] for r in rows})
-    wanted = {"flat", "numa"} | {m for m, twin in PEER_TWINS.items() if set(only) & offered(build / "experiments" / twin)}
+    wanted = {"flat"} | ({"numa"} if len(nodes) > 1 else set()) | {m for m, twin in PEER_TWINS.items() if set(only) & offered(build / "experiments" / twin)}
     if shutil.which("go") and (build / "go-workload").exists():
         wanted.add("go")
         if len(nodes) > 1 and shutil.which("numactl"):
@@ -181,7 +182,8 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
               for x in re.findall(r"\{(\d+)\}", r["runtime_env"])]
     per_node = {r["runtime_env"] for r in rows if r["mode"] == "go_numactl"}
     node_list = f"of {nodes}"
-    c.check(f"{name}-peers-placed", set(places) <= set(cpus) and all(node_list in e for e in per_node),
+    c.check(f"{name}-peers-placed", set(places) <= set(cpus) and all(node_list in e for e in per_node)
+            and (bool(places) or "omp" not in wanted) and (bool(per_node) or "go_numactl" not in wanted),
             f"OpenMP's places on CPUs {sorted(set(places))} (allowed {cpus}); Go per node: "
             f"{sorted(per_node)[0] if per_node else 'did not run'}")
 
@@ -194,7 +196,7 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
     if confined == "taskset":  # nugo narrowed the machine itself, and names the nodes left out
         restricted_ok = f"without node{'s' if len(dropped) > 1 else ''} {', '.join(map(str, dropped))}," in restriction
     elif confined == "cgroup":  # hwloc hid what the cpuset forbids, and nugo says so
-        restricted_ok = "cgroup cpuset" in restriction
+        restricted_ok = "outside this process's cgroup cpuset" in restriction
     else:
         restricted_ok = restriction == ""
     c.check(f"{name}-machine", topo.get("emulated") is False and topo.get("nodes_with_cpus") == len(nodes)
@@ -214,7 +216,9 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
     if masked:
         return
     kinds = {r["kind"] for r in rows}
-    figures = list(SWEEP_FIGURES) + [PEER_FIGURES[k] for k in sorted(kinds) if wanted - {"flat", "numa"}]
+    # plot.py draws the peers' figures when a C++ peer ran, one per kind of workload that ran.
+    figures = [f for f in SWEEP_FIGURES if f != "memory-speedup" or "numa" in wanted] + \
+        [PEER_FIGURES[k] for k in sorted(kinds & PEER_FIGURES.keys()) if wanted & set(PEER_TWINS)]
     missing = [f for f in figures if not (d / "figures" / f"{f}.png").is_file()
                or (d / "figures" / f"{f}.png").stat().st_size < 1000]
     captions = read_text(d / "generated" / "captions.tex")

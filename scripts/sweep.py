@@ -110,7 +110,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
-COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "host", "timing_reported",
+COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
@@ -381,10 +381,12 @@ def go_per_node_run(go_exe: Path, w: str, size: str, n: int, env: dict, timeout_
 
 
 def up_to_date(target: Path, inputs: list[Path]) -> bool:
-    """target exists and is newer than every input file (as make decides)."""
+    """target exists and is newer than every input, file or directory (a file deleted or renamed
+    changes its directory's time), as make decides. A file restored with an older time (cp -p,
+    tar) is not seen: delete the target."""
     try:
         built = target.stat().st_mtime_ns
-        return all(p.stat().st_mtime_ns < built for p in inputs if p.is_file())
+        return all(p.stat().st_mtime_ns < built for p in inputs)
     except OSError:
         return False
 
@@ -396,7 +398,7 @@ def build_go_twin(build: Path, runner: explib.Runner) -> Path | None:
               "installs Go 1.19)", file=sys.stderr)
         return None
     exe = build / "go-workload"
-    if up_to_date(exe, [Path(go).resolve(), *explib.GO_DIR.rglob("*")]):
+    if up_to_date(exe, [Path(go).resolve(), explib.GO_DIR, *explib.GO_DIR.rglob("*")]):
         return exe  # go build would say so too, after reading the toolchain's every package
     try:
         runner.run([go, "build", "-o", exe, "./workloads"], cwd=explib.GO_DIR,
@@ -682,7 +684,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
             "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
             "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
-            "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name, "host": host_kind()}
+            "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name, "machine_kind": host_kind()}
     stats_file = logs / f"{run_id}.stats.json"
     if m == GO_PER_NODE:
         if go_exe is None:
@@ -945,11 +947,11 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
     said = provenance(machine or {})
     if said:
         text = said + "\n\n" + text
-    kind = (machine or {}).get("machine_kind", "this machine")
+    kind = (machine or {}).get("machine_kind")
     md = ("# Workload sweep\n\n" + (said + "\n\n" if said else "") + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
     if peer_tables:
-        md += (f"\n## nugo against the peers (this machine: {kind})\n\n" + PEERS_NOTE + "\n"
+        md += (f"\n## nugo against the peers (this machine{': ' + kind if kind else ''})\n\n" + PEERS_NOTE + "\n"
                + "".join(f"\n### {title}\n\n{explib.table(t_rows, t_headers, markdown=True)}\n"
                          for title, t_headers, t_rows in peer_tables))
     return {"medians": medians, "text": text, "markdown": md}

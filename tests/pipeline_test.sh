@@ -91,7 +91,11 @@ case "${1:-}" in
       --build-dir "$build" --out "$work" || fail "reproduce.sh failed"
     rows=$(tail -n +2 "$work/results.csv" | wc -l)
     [ "$rows" -ge 3 ] || fail "results.csv has $rows rows"
-    grep -q ',2node,.*,1,1,numa,' "$work/results.csv" || fail "no emulated NUMA row labelled emulated in results.csv"
+    # topology, topology_source, emulated, machine_kind, timing_reported, mode
+    grep -q ',2node,[^,]*,1,[^,]*,1,numa,' "$work/results.csv" || fail "no emulated NUMA row labelled emulated in results.csv"
+    grep -q ',machine,[^,]*,0,\(hardware\|a virtual machine ([a-z-]*)\|a QEMU guest[^,]*\),1,flat,' "$work/results.csv" \
+      || fail "no row on machine says where it ran (machine_kind: hardware or a virtual machine)"
+    grep -q '^Ran on ' "$work/sweep.md" || fail "sweep.md does not open with where the run ran"
     [ -f "$work/machine.json" ] && [ -f "$work/sweep.md" ] && [ -f "$work/reproduce.log" ] || fail "machine.json, sweep.md or reproduce.log missing"
     # A comparison changes one thing: both modes of every (topology, workload, Ps) ran with the
     # same binding, the one the runtime says it used (pu by default); oversubscription is
@@ -206,7 +210,7 @@ PY
     # node, each its part, started together at a barrier, the slowest part's time) runs on the
     # nodes this machine has.
     if command -v go >/dev/null && command -v numactl >/dev/null; then
-      grep -q "Go per node (numactl): n/a: this machine has 1 NUMA node" "$work.log" || [ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] \
+      grep -q "Go per node (numactl): n/a: this process may use CPUs of 1 NUMA node" "$work.log" || [ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] \
         || fail "sweep.py did not say why Go per node did not run"
       go_exe=$work/go-workload  # built from the sources of this tree, as sweep.py builds it
       (cd "$root/experiments/baselines/go" && env GOCACHE="$build/go-cache" GOPATH="$build/gopath" \

@@ -495,7 +495,8 @@ TEST_CASE("restrict_to_cpus keeps the allowed CPUs, their nodes and their distan
                                                        {opteron->distance[5][2], opteron->distance[5][5]}});
     CHECK(t.restriction == "4 of the machine's 16 CPUs, those this process may run on (taskset, numactl "
                            "--cpunodebind or a cgroup cpuset); without nodes 0, 1, 3, 4, 6, 7, none of "
-                           "whose CPUs it may use");
+                           "whose CPUs it may use (their memory it may)");
+    CHECK(t.masked_nodes == std::vector<int>{0, 1, 3, 4, 6, 7});
     CHECK(ps_per_node(t, t.assign_ps(4)) == std::vector<int>{2, 2});
     CHECK(t.nodes_by_distance(1) == std::vector<int>{1, 0});
 
@@ -506,6 +507,13 @@ TEST_CASE("restrict_to_cpus keeps the allowed CPUs, their nodes and their distan
     REQUIRE(part.nodes.size() == 1);
     CHECK(part.nodes[0].pus.size() == 1);
     CHECK_THAT(part.restriction, Catch::StartsWith("1 of the machine's 16 CPUs"));
+    CHECK(part.masked_nodes == std::vector<int>{1, 2, 3, 4, 5, 6, 7});
+    Topology unsorted = *opteron;  // the CPUs in any order, repeated: the same machine
+    std::vector<int> cpus = cpus_of_nodes(unsorted, {2, 5});
+    std::reverse(cpus.begin(), cpus.end());
+    cpus.push_back(cpus.front());
+    unsorted.restrict_to_cpus(cpus);
+    CHECK(unsorted.pu_count() == 4);
 
     // Everything allowed: nothing changes, nothing is said.
     Topology all = *opteron;
@@ -515,6 +523,7 @@ TEST_CASE("restrict_to_cpus keeps the allowed CPUs, their nodes and their distan
     CHECK(all.pu_count() == opteron->pu_count());
     CHECK(all.nodes.size() == opteron->nodes.size());
     CHECK(all.restriction.empty());
+    CHECK(all.masked_nodes.empty());
 
     // Nothing allowed: an error, never an empty machine.
     Topology none = *opteron;
@@ -533,6 +542,7 @@ TEST_CASE("restrict_to_cpus keeps the allowed CPUs, their nodes and their distan
         CHECK(quadrant.nodes[n].pus.empty());
     }
     CHECK(ps_per_node(quadrant, quadrant.assign_ps(3)) == std::vector<int>{3, 0, 0, 0, 0});
+    CHECK(quadrant.masked_nodes == std::vector<int>{1, 2, 3});
 }
 
 // Ps per real CPU, when every emulated PU's thread is bound with real_cpu.

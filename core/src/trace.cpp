@@ -225,11 +225,15 @@ void writer_main(Session* s) {
   // Started from a goroutine, the thread inherits its M's binding (one CPU with NUGO_BIND=pu):
   // it would compete with that P alone. Any CPU the process may use will do: those it started
   // with (Topology::real_cpus), not every CPU, which would leave a taskset or numactl mask.
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  for (int cpu : s->cpus)
-    if (cpu < CPU_SETSIZE) CPU_SET(cpu, &allowed);
-  if (CPU_COUNT(&allowed) > 0) sched_setaffinity(0, sizeof allowed, &allowed);
+  if (!s->cpus.empty()) {
+    const int top = *std::max_element(s->cpus.begin(), s->cpus.end());
+    cpu_set_t* allowed = CPU_ALLOC(top + 1);
+    const std::size_t bytes = CPU_ALLOC_SIZE(top + 1);
+    CPU_ZERO_S(bytes, allowed);
+    for (int cpu : s->cpus) CPU_SET_S(cpu, bytes, allowed);
+    sched_setaffinity(0, bytes, allowed);
+    CPU_FREE(allowed);
+  }
   for (;;) {
     bool exiting = s->writer_exit.load(std::memory_order_acquire);
     TraceBuf* list = s->full.exchange(nullptr, std::memory_order_acquire);

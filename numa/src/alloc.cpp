@@ -132,6 +132,8 @@ View make_view(const topo::Topology& t, bool verbose) {
   v.emulated = t.emulated;
   v.verbose = verbose;
   for (const topo::Node& n : t.nodes) v.nodes.push_back(n.os_index);
+  // A node whose CPUs an affinity mask forbids still has memory this process may use.
+  v.nodes.insert(v.nodes.end(), t.masked_nodes.begin(), t.masked_nodes.end());
   std::sort(v.nodes.begin(), v.nodes.end());
   v.nodes.erase(std::unique(v.nodes.begin(), v.nodes.end()), v.nodes.end());
   // Emulated PUs are folded onto the real CPUs, so several nodes may claim one CPU: the first

@@ -293,6 +293,20 @@ const std::vector<int>& start_cpus() {
 }
 [[maybe_unused]] const bool start_cpus_read = !start_cpus().empty();
 
+// The CPUs this process may run on now: those it started with that its cgroup still allows
+// (`allowed`, hwloc's allowed set of this machine, null for an emulated one: a cpuset can
+// shrink under a running process). When none is left, or the library was loaded too late to
+// see the start (dlopen from a pinned thread, a shared library's constructor pinning the main
+// thread first), the calling thread's own mask.
+std::vector<int> usable_cpus(std::string_view spec, hwloc_const_cpuset_t allowed) {
+    std::vector<int> cpus;
+    for (int cpu : start_cpus())
+        if (!allowed || hwloc_bitmap_isset(allowed, static_cast<unsigned>(cpu))) cpus.push_back(cpu);
+    if (cpus.empty()) cpus = affinity_cpus(spec);
+    if (cpus.empty()) fail(spec, "this process may run on no CPU");
+    return cpus;
+}
+
 Topology from_hwloc(std::string_view spec, hwloc_topology_t topology, std::string source,
                     bool emulated) {
     Topology t;
@@ -311,9 +325,7 @@ Topology from_hwloc(std::string_view spec, hwloc_topology_t topology, std::strin
     if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const Node& n) { return !n.pus.empty(); }))
         fail(spec, "no NUMA node holds a PU");
     fill_distances(t, topology);
-    t.real_cpus = start_cpus();
-    if (t.real_cpus.empty())
-        fail(spec, "cannot tell which CPUs this process may run on (sched_getaffinity failed at start)");
+    t.real_cpus = usable_cpus(spec, t.emulated ? nullptr : hwloc_topology_get_allowed_cpuset(topology));
     if (!t.emulated) {
         t.restrict_to_cpus(t.real_cpus);
         // hwloc itself hides the CPUs a cgroup cpuset forbids; say so too.
@@ -328,7 +340,8 @@ Topology from_hwloc(std::string_view spec, hwloc_topology_t topology, std::strin
 
 }  // namespace
 
-void Topology::restrict_to_cpus(const std::vector<int>& cpus) {
+void Topology::restrict_to_cpus(std::vector<int> cpus) {
+    std::sort(cpus.begin(), cpus.end());
     auto allowed = [&](const Pu& pu) {
         return std::binary_search(cpus.begin(), cpus.end(), pu.os_index);
     };
@@ -392,8 +405,10 @@ void Topology::restrict_to_cpus(const std::vector<int>& cpus) {
         restriction += dropped_nodes.size() == 1 ? " " : "s ";
         for (std::size_t i = 0; i < dropped_nodes.size(); ++i)
             restriction += (i ? ", " : "") + std::to_string(dropped_nodes[i]);
-        restriction += ", none of whose CPUs it may use";
+        restriction += ", none of whose CPUs it may use (their memory it may)";
     }
+    masked_nodes.insert(masked_nodes.end(), dropped_nodes.begin(), dropped_nodes.end());
+    std::sort(masked_nodes.begin(), masked_nodes.end());
     pus = std::move(kept_pus);
     cores = static_cast<int>(core_number.size());
     nodes = std::move(kept_nodes);

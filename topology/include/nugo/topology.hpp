@@ -61,6 +61,9 @@ struct Topology {
     // How the real machine was narrowed to the CPUs this process may use (an affinity mask
     // from taskset or numactl, a cgroup cpuset); "" when it may use the whole machine.
     std::string restriction;
+    // OS numbers of the nodes restrict_to_cpus dropped, ascending: none of their CPUs is this
+    // process's, but a mask does not forbid their memory (nugo::numa may still put it there).
+    std::vector<int> masked_nodes;
 
     // "" = this machine; "synthetic:<hwloc synthetic description>"; "xml:<path>".
     static Topology load(std::string_view spec);
@@ -80,12 +83,13 @@ struct Topology {
     std::vector<int> nodes_by_distance(int node) const;
     // Multi-line human report (nugo-topo prints it).
     std::string describe(int procs) const;
-    // Keeps only the PUs whose OS index is in `cpus` (ascending) and the nodes that still hold
-    // one, plus the memory-only nodes; the distance matrix keeps their rows and columns. load()
+    // Keeps only the PUs whose OS index is in `cpus` and the nodes that still hold one, plus
+    // the memory-only nodes; the distance matrix keeps their rows and columns, and the nodes
+    // dropped are listed in masked_nodes. load()
     // applies it to the real machine with real_cpus, so that a process under taskset, numactl
     // --cpunodebind or a cgroup cpuset never places a P outside its CPUs. Sets `restriction`
     // when anything was dropped. Throws TopologyError when no PU would be left.
-    void restrict_to_cpus(const std::vector<int>& cpus);
+    void restrict_to_cpus(std::vector<int> cpus);
 };
 
 // Pins the calling thread to real_cpu(pu). Throws TopologyError with the errno text.
