@@ -459,7 +459,8 @@ if [ "$reproduce" = 1 ]; then
   rehearsal_out=$(realpath -m "$rehearsal_out")
   # It is emptied first: only a new or empty directory, or an earlier rehearsal's (rehearse.sh).
   if [ -e "$rehearsal_out" ] && [ -n "$(ls -A "$rehearsal_out" 2>/dev/null)" ] && [ ! -f "$rehearsal_out/rehearse.sh" ]; then
-    die "--out $rehearsal_out: not empty and not an earlier rehearsal's results; it would be emptied, so give a new directory"
+    echo "$me: --out $rehearsal_out: not empty and not an earlier rehearsal's results; it would be emptied, so give a new directory" >&2
+    exit 2
   fi
   rm -rf "$rehearsal_out"
   mkdir -p "$rehearsal_out"
