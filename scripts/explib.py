@@ -280,7 +280,7 @@ def virtualization() -> dict:
         vendor = Path("/sys/class/dmi/id/sys_vendor").read_text().strip()
     except OSError:
         vendor = ""
-    vm = ("QEMU, accelerator unknown" if vendor == "QEMU" else "unknown hypervisor") if flagged else "none"
+    vm = ("qemu-accelerator-unknown" if vendor == "QEMU" else "unknown-hypervisor") if flagged else "none"
     return {"vm": vm, "container": "unknown", "how": "the hypervisor CPU flag and /sys/class/dmi/id/sys_vendor"}
 
 

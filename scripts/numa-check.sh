@@ -329,7 +329,7 @@ for prog in "$@"; do
     indist && header { header = 0; next }
     indist && /^ *[0-9]+( +[0-9]+)+ *$/ { r = $1; $1 = ""; dist[r] = $0; next }
     indist { indist = 0 }
-    END { for (i = 1; i <= count; i++) { n = order[i]; print n "|" cpus[n] "|" dist[n] } }' "$out" | normal)
+    END { for (i = 1; i <= count; i++) { n = order[i]; print n "|" cpus[n] "|" dist[i - 1] } }' "$out" | normal)
   said=$(sed -n 's/.* \([0-9][0-9]*\) NUMA nodes*$/\1/p' "$out" | head -n 1)
   if [ $rc -ne 0 ]; then
     check nugo-topo FAIL "exit status $rc: $(grep . "$out" | tail -n 1 | cut -c1-160)"

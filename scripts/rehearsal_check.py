@@ -216,9 +216,11 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
     if masked:
         return
     kinds = {r["kind"] for r in rows}
-    # plot.py draws the peers' figures when a C++ peer ran, one per kind of workload that ran.
+    # plot.py draws the peers' figures when a C++ peer ran: one per kind of workload a peer or Go
+    # ran without failing.
+    peer_kinds = {r["kind"] for r in rows if r["ok"] == "1" and r["mode"] in (*PEER_TWINS, "go")}
     figures = [f for f in SWEEP_FIGURES if f != "memory-speedup" or "numa" in wanted] + \
-        [PEER_FIGURES[k] for k in sorted(kinds & PEER_FIGURES.keys()) if wanted & set(PEER_TWINS)]
+        [PEER_FIGURES[k] for k in sorted(peer_kinds & PEER_FIGURES.keys()) if wanted & set(PEER_TWINS)]
     missing = [f for f in figures if not (d / "figures" / f"{f}.png").is_file()
                or (d / "figures" / f"{f}.png").stat().st_size < 1000]
     captions = read_text(d / "generated" / "captions.tex")

@@ -295,9 +295,9 @@ const std::vector<int>& start_cpus() {
 
 // The CPUs this process may run on now: those it started with that its cgroup still allows
 // (`allowed`, hwloc's allowed set of this machine, null for an emulated one: a cpuset can
-// shrink under a running process). When none is left, or the library was loaded too late to
-// see the start (dlopen from a pinned thread, a shared library's constructor pinning the main
-// thread first), the calling thread's own mask.
+// shrink under a running process). When none is left, the calling thread's own mask. (Loaded
+// late, by dlopen from a pinned thread or after another library's constructor pinned the main
+// thread, the library reads that pinned mask as the start: such a program says NUGO_PROCS.)
 std::vector<int> usable_cpus(std::string_view spec, hwloc_const_cpuset_t allowed) {
     std::vector<int> cpus;
     for (int cpu : start_cpus())
