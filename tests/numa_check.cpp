@@ -150,6 +150,19 @@ nugo::Config numa_config() {
   return cfg;
 }
 
+// For the checks of where a goroutine starts or resumes: go_on and ready=home promise the
+// node it starts or resumes on, and nothing after that. A preemption between that moment and
+// the check's look can move it to another node legitimately (into its domain's global queue,
+// which another node's thief may rob), and under TCG it does: a vCPU thread the host
+// deschedules for 10 ms outlives the slice in a few instructions ("node 0: started on node 1",
+// once in CI in the guest with a memory-only node). With the longest slice, sysmon preempts
+// nothing while the check looks.
+nugo::Config unpreempted_numa_config() {
+  nugo::Config cfg = numa_config();
+  cfg.timeslice = nugo::Config::kMaxTimeslice;
+  return cfg;
+}
+
 // Runs body on each node with CPUs many times over, from goroutines placed there with go_on.
 // Returns the failures body reported: the first few, then how many there were in all.
 template <class Body>
@@ -188,7 +201,7 @@ std::string joined(const std::vector<std::string>& v) {
 void check_binding() {
   // node (NUMA mode's default): the thread of a goroutine go_on placed on node k runs on
   // exactly node k's CPUs, and on one of them.
-  auto bad = on_every_node(numa_config(), 50, [](int node) -> std::string {
+  auto bad = on_every_node(unpreempted_numa_config(), 50, [](int node) -> std::string {
     int start = nugo::this_g::node();  // go_on's promise: where it starts
     std::set<int> aff = my_affinity();
     int cpu = sched_getcpu();
@@ -247,7 +260,7 @@ void check_woken_home() {
     skip("go_on-woken-from-another-node", "one node: no other node to wake from");
     return;
   }
-  nugo::Config cfg = numa_config();
+  nugo::Config cfg = unpreempted_numa_config();
   cfg.numa.ready = nugo::NumaPolicy::Ready::home;
   std::vector<std::string> bad;
   int checked = 0, moved = 0;
@@ -358,8 +371,7 @@ void check_memory() {
   // one-page mapping, a 2 KiB and a 256 B arena block), each for its policy (what nugo asked
   // for) and its pages (what the kernel did), both reported when either is wrong.
   std::atomic<int> counted{0}, straddled{0};
-  nugo::Config unpreempted = numa_config();
-  unpreempted.timeslice = nugo::Config::kMaxTimeslice;
+  nugo::Config unpreempted = unpreempted_numa_config();
   constexpr int kLocalCalls = 200;
   std::map<int, std::atomic<unsigned>> calls;  // per node, so that every node gets every size
   for (const auto& [node, cpus] : node_cpus) calls[node];
