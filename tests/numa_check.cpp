@@ -155,8 +155,8 @@ nugo::Config numa_config() {
 // the check's look can move it to another node legitimately (into its domain's global queue,
 // which another node's thief may rob), and under TCG it does: a vCPU thread the host
 // deschedules for 10 ms outlives the slice in a few instructions ("node 0: started on node 1",
-// once in CI in the guest with a memory-only node). With the longest slice, sysmon preempts
-// nothing while the check looks.
+// and "node 0: affinity 3" under NUGO_BIND=pu, each once in CI in the guest with a memory-only
+// node). With the longest slice, sysmon preempts nothing while the check looks.
 nugo::Config unpreempted_numa_config() {
   nugo::Config cfg = numa_config();
   cfg.timeslice = nugo::Config::kMaxTimeslice;
@@ -217,7 +217,7 @@ void check_binding() {
                            "exactly that node's CPU set"
                      : joined(bad));
 
-  nugo::Config pu = numa_config();
+  nugo::Config pu = unpreempted_numa_config();  // the M's binding is looked at right after the start
   pu.bind = nugo::Bind::pu;
   bad = on_every_node(pu, 20, [](int node) -> std::string {
     std::set<int> aff = my_affinity();
