@@ -4,7 +4,7 @@
 # with one rule of the C++ taken out) must fail, which shows that the model can see the bug
 # that rule prevents.
 #   scripts/models.sh            all models
-# Models live beside the code they model (core/src/models/); each says what it checks.
+# Models live beside the code they model (core/src/sched/models/); each says what it checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh --checks
@@ -42,12 +42,12 @@ check() {
   esac
 }
 
-spinning=core/src/models/spinning.pml
+spinning=core/src/sched/models/spinning.pml
 for ps in 2 3; do check "$spinning" "$ps" "" hold; done
 check "$spinning" 3 "-DMUTANT_NO_RECHECK" fail
 check "$spinning" 3 "-DMUTANT_UNDO_OUTSIDE_LOCK" fail
 
-runq=core/src/models/runq.pml  # 3 Ps: a remote thief too (36 million states, ~45 s, 2 GB)
+runq=core/src/sched/models/runq.pml  # 3 Ps: a remote thief too (36 million states, ~45 s, 2 GB)
 for ps in 2 3; do check "$runq" "$ps" "" hold; done
 for mutant in MUTANT_GET_NO_CAS MUTANT_RUNNEXT_NO_CAS MUTANT_PUTSLOW_NO_CAS; do
   check "$runq" 2 "-D$mutant" fail

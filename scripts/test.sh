@@ -5,7 +5,7 @@
 #   scripts/test.sh --sanitize=thread    TSan build in build-thread/ (the tests TSan can run:
 #                                        tests/CMakeLists.txt says which and why)
 #   scripts/test.sh --thread-safety      clang build of the runtime in build-clang/ with its lock
-#                                        rules as errors (-Wthread-safety, core/src/tsa.hpp)
+#                                        rules as errors (-Wthread-safety, core/src/base/tsa.hpp)
 #   scripts/test.sh --build-type=TYPE    the suite in another CMake build type (Debug, Release,
 #                                        MinSizeRel) in build-TYPE/; Release is what
 #                                        reproduce.sh and most library users build

@@ -39,7 +39,7 @@
 // in the 2-node guest with a thread mapping and touching beside it). So ranges are reserved
 // PROT_NONE (merging with no read-write neighbour, and not faultable), bound, and only then
 // made read-write; by then they have a policy of their own and merge only with neighbours of
-// the same policy. The stack pool does the same (core/src/stack.cpp).
+// the same policy. The stack pool does the same (core/src/sched/stack.cpp).
 //
 // The view: which nodes exist, which are the nodes of the CPUs, and how to interleave. It is
 // the topology the runtime published (publish_topology) or, when none is, this machine's. An
@@ -70,7 +70,7 @@
 #include <vector>
 
 #include "fatal.hpp"
-#include "preempt.hpp"
+#include "../../core/src/sched/link.hpp"  // NoPreempt: the seam, as for lib/
 #include "nugo/numa.hpp"
 #include "nugo/runtime.hpp"
 

@@ -2,7 +2,7 @@
 // descriptor the caller owns.
 //
 // A goroutine that waits for a descriptor parks without holding a thread; the network poller
-// (core/src/netpoll.cpp) readies it when epoll reports the descriptor. Errors are returned,
+// (core/src/sched/netpoll.cpp) readies it when epoll reports the descriptor. Errors are returned,
 // never thrown, on every path a program meets in normal operation:
 //   nugo::io::Errc::eof        the peer closed its side (read returned 0)
 //   nugo::io::Errc::closed     this side was closed, possibly while the call was waiting

@@ -1,6 +1,6 @@
 // Time: sleeping goroutines and Go's time.After, time.Timer and time.Ticker.
 //
-// All of it rides on the runtime's per-P timer heaps (core/src/timer.hpp): a sleeping goroutine
+// All of it rides on the runtime's per-P timer heaps (core/src/sched/timer.hpp): a sleeping goroutine
 // holds no thread, and a program whose goroutines all sleep uses no CPU until the next timer.
 // Clock: std::chrono::steady_clock (CLOCK_MONOTONIC).
 #pragma once

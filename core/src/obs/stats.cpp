@@ -1,0 +1,175 @@
+// Scheduler statistics: the snapshot (summing the per-P counters of stats.hpp) and its JSON.
+// numa/README.md ("Statistics") defines each counter; the JSON keys are a contract.
+#include "nugo/stats.hpp"
+
+#include <cstdio>
+#include <mutex>
+
+#include "proc.hpp"
+#include "timer.hpp"
+
+namespace nugo {
+
+Counters& Counters::operator+=(const Counters& o) {
+  for (const detail::CounterKey& k : detail::kCounterKeys) this->*k.total += o.*k.total;
+  runs_home += o.runs_home;
+  idle_ns += o.idle_ns;
+  for (auto [distance, n] : o.moved_remote_by_distance) moved_remote_by_distance[distance] += n;
+  return *this;
+}
+
+namespace detail {
+namespace {
+
+constexpr auto rlx = std::memory_order_relaxed;
+
+std::mutex final_mutex;
+Stats final_stats;  // of the last run() that returned
+
+Stats snapshot(const Sched& s) {
+  Stats out;
+  out.valid = true;
+  out.mode = s.mode;
+  out.bind = s.bind;
+  out.numa_policy = s.mode == Mode::numa ? to_string(s.cfg.numa) : "";  // flat mode has none
+  out.procs = s.gomaxprocs;
+  out.topology_source = s.topology.source;
+  out.emulated = s.topology.emulated;
+  out.topology_nodes = static_cast<int>(s.topology.nodes.size());
+  std::int64_t now = nanotime();
+  for (const auto& pp : s.allp) {
+    const PCounters& c = pp->stats;
+    PStats p;
+    p.p = pp->id;
+    p.node = s.topology.nodes[pp->node].os_index;
+    for (const CounterKey& k : kCounterKeys) p.*k.total = (c.*k.per_p).load(rlx);
+    p.runs_home = p.runs - p.runs_away;
+    p.idle_ns = c.idle_ns.load(rlx);
+    if (std::int64_t since = c.idle_since.load(rlx); since != 0 && now > since) p.idle_ns += now - since;
+    for (std::size_t k = 0; k < s.distances.size(); ++k)
+      if (std::uint64_t n = c.moved_remote_by_distance[k].load(rlx))
+        p.moved_remote_by_distance[s.distances[k]] = n;
+    // Nodes in order of their number; a node's Ps are contiguous only in NUMA mode.
+    auto it = out.nodes.begin();
+    while (it != out.nodes.end() && it->node < p.node) ++it;
+    if (it == out.nodes.end() || it->node != p.node) {
+      it = out.nodes.insert(it, NodeStats{});
+      it->node = p.node;
+    }
+    it->ps.push_back(p.p);
+    *it += p;
+    out.totals += p;
+    out.ps.push_back(std::move(p));
+  }
+  // Goroutines made by threads without a P, by the node of the domain they were queued in.
+  for (const auto& d : s.domains) {
+    std::uint64_t n = d->created_foreign.load(rlx);
+    out.created_foreign += n;
+    int node = d->node >= 0 ? s.topology.nodes[d->node].os_index : out.nodes.front().node;
+    for (NodeStats& ns : out.nodes)
+      if (ns.node == node) ns.created_foreign += n;
+  }
+  return out;
+}
+
+void append_counters(std::string& j, const Counters& c) {
+  for (const CounterKey& k : kCounterKeys) {
+    j += '"' + std::string(k.name) + "\": " + std::to_string(c.*k.total) + ", ";
+    if (k.total == &Counters::runs) j += "\"runs_home\": " + std::to_string(c.runs_home) + ", ";
+  }
+  j += "\"idle_ns\": " + std::to_string(c.idle_ns) + ", ";
+  j += "\"moved_remote_by_distance\": {";
+  bool first = true;
+  for (auto [distance, n] : c.moved_remote_by_distance) {
+    if (!first) j += ", ";
+    first = false;
+    j += '"' + std::to_string(distance) + "\": " + std::to_string(n);
+  }
+  j += '}';
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + '"';
+}
+
+}  // namespace
+
+void save_final_stats(const Sched& s) {
+  Stats st = snapshot(s);
+  if (s.stats_file) {
+    std::string j = to_json(st);
+    j += '\n';
+    bool ok = std::fwrite(j.data(), 1, j.size(), s.stats_file) == j.size();
+    ok = (s.stats_file == stderr ? std::fflush(stderr) : std::fclose(s.stats_file)) == 0 && ok;
+    if (!ok)
+      std::fprintf(stderr, "nugo: NUGO_STATS=\"%s\": writing the statistics failed\n",
+                   s.cfg.stats_path.c_str());
+  }
+  std::lock_guard lock(final_mutex);
+  final_stats = std::move(st);
+}
+
+}  // namespace detail
+
+Stats stats() {
+  using namespace detail;
+  ForeignCall runtime(ForeignCall::Purpose::read);
+  if (runtime.running()) return snapshot(*sched);  // the instance stays until it returns
+  std::lock_guard lock(final_mutex);
+  return final_stats;
+}
+
+std::string stats_json() { return to_json(stats()); }
+
+std::string to_json(const Stats& s) {
+  using detail::append_counters;
+  std::string j = "{\"mode\": ";
+  j += s.mode == Mode::numa ? "\"numa\"" : "\"flat\"";
+  j += ", \"bind\": ";
+  j += s.bind == Bind::node ? "\"node\"" : s.bind == Bind::pu ? "\"pu\"" : "\"none\"";
+  j += ", \"numa_policy\": " + detail::json_string(s.numa_policy);
+  j += ", \"procs\": " + std::to_string(s.procs);
+  j += ", \"topology\": {\"source\": " + detail::json_string(s.topology_source);
+  j += ", \"emulated\": ";
+  j += s.emulated ? "true" : "false";
+  j += ", \"nodes\": " + std::to_string(s.topology_nodes) + "}";
+  j += ",\n \"totals\": {";
+  append_counters(j, s.totals);
+  j += ", \"created_foreign\": " + std::to_string(s.created_foreign) + "}";
+  j += ",\n \"nodes\": [";
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    const NodeStats& n = s.nodes[i];
+    j += i ? ",\n   {" : "\n   {";
+    j += "\"node\": " + std::to_string(n.node) + ", \"ps\": [";
+    for (std::size_t k = 0; k < n.ps.size(); ++k) j += (k ? ", " : "") + std::to_string(n.ps[k]);
+    j += "], ";
+    append_counters(j, n);
+    j += ", \"created_foreign\": " + std::to_string(n.created_foreign) + "}";
+  }
+  j += "],\n \"ps\": [";
+  for (std::size_t i = 0; i < s.ps.size(); ++i) {
+    const PStats& p = s.ps[i];
+    j += i ? ",\n   {" : "\n   {";
+    j += "\"p\": " + std::to_string(p.p) + ", \"node\": " + std::to_string(p.node) + ", ";
+    append_counters(j, p);
+    j += '}';
+  }
+  j += "]}";
+  return j;
+}
+
+}  // namespace nugo

@@ -1,0 +1,69 @@
+// M: an OS thread. It runs the scheduler on its own thread stack (g0) and switches to
+// goroutines from there; every switch goes G -> g0 -> G, as in Go.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "fiber.hpp"
+#include "futex.hpp"
+
+namespace nugo::detail {
+
+struct G;
+struct P;
+struct Domain;
+struct TraceBuf;
+
+// Cache-line aligned: each M is written by its own thread all the time (fastrand, curg), and
+// neighbours allocated back to back would otherwise share lines.
+struct alignas(64) M {
+  int id = 0;
+  std::thread thread;
+  Domain* domain = nullptr;
+  P* p = nullptr;       // attached P while running Go code
+  // The P handed over by startm (or startlockedm) before the wake-up: stored with release
+  // after `spinning`, loaded with acquire, so that an M that sees its P also sees how it is to
+  // run it, even when it looks after a timed-out sleep (no wake-up to order the two).
+  std::atomic<P*> nextp{nullptr};
+  G* curg = nullptr;    // the goroutine running on this M
+  bool spinning = false;
+  Note park;            // sleeps here while idle (stopm)
+  M* schedlink = nullptr;  // idle M list
+
+  fcontext_t g0ctx = nullptr;  // the scheduler's context while a goroutine runs
+  [[no_unique_address]] SanitizerStack g0san;  // ASan's view of the thread stack
+
+  // gopark's arguments, handed to park_m on g0.
+  bool (*waitunlockf)(G*, void*) = nullptr;
+  void* waitlock = nullptr;
+
+  std::uint64_t fastrand = 0;
+  void* altstack = nullptr;  // alternate signal stack (stack overflow, preemption)
+
+  int tid = 0;                   // gettid(), the target of preemption signals
+  std::atomic<bool> signal_pending{false};  // a preemption signal is on its way (preemptM)
+  P* oldp = nullptr;             // the P this M left in a system call (entersyscall)
+  G* lockedg = nullptr;          // lock_os_thread: the G this M runs exclusively
+  std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
+  bool exiting = false;          // the M leaves after this G (a locked G exited)
+  int bound_key = -1;            // Sched::bind_key of the CPU set the thread is bound to
+  // The execution tracer (trace.cpp): this M's buffer, and the flag it raises while writing
+  // a record there, which stop() waits on before taking the buffer.
+  std::atomic<std::uint32_t> trace_busy{0};
+  TraceBuf* trace_buf = nullptr;
+
+  std::uint32_t rand() {  // wyrand
+    fastrand += 0xa0761d6478bd642full;
+    __uint128_t r = static_cast<__uint128_t>(fastrand) * (fastrand ^ 0xe7037ed1a0b428dbull);
+    return static_cast<std::uint32_t>((r >> 64) ^ r);
+  }
+};
+
+// The M of the calling thread, or nullptr on threads the runtime did not start. Not inlined
+// on purpose: a goroutine may resume on another thread, and the compiler must not reuse a
+// thread-local address computed before a switch.
+M* getm();
+
+}  // namespace nugo::detail

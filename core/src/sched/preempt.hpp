@@ -1,0 +1,25 @@
+// Asynchronous preemption (preempt.cpp, preempt_amd64.S): the signal, its handler and the
+// trampoline. What keeps it out of the runtime, NoPreempt, is nopreempt.hpp.
+#pragma once
+
+#include "nopreempt.hpp"
+#include "nugo/config.hpp"
+
+namespace nugo::detail {
+
+struct M;
+
+// Yields a goroutine whose slice is over, carrying errno to the thread that resumes it.
+void yield_preempted();
+
+namespace preempt {
+
+// Per run(): finds the text ranges where a goroutine must not be stopped, sizes the XSAVE
+// area, and installs the handler for cfg.preempt_signal (chaining any earlier handler).
+void init(const Config& cfg);
+// Sends the preemption signal to the thread of m (at most one pending). sysmon only.
+void signal_m(M* m);
+
+}  // namespace preempt
+
+}  // namespace nugo::detail

@@ -1,0 +1,156 @@
+// Global scheduler state. What Go keeps in `sched` is split in two:
+//   Domain (domain.hpp): a group of Ps with its own lock, global run queue, idle P list, idle
+//           M list and spinning count. Flat mode has one domain; NUMA mode (numa/) one per
+//           node, with the same code.
+//   Sched:  what exists once per runtime instance: all Ps, Ms and Gs, the goid generator,
+//           the global free lists, the stack pool.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "domain.hpp"
+#include "futex.hpp"
+#include "g.hpp"
+#include "link.hpp"
+#include "m.hpp"
+#include "nugo/config.hpp"
+#include "nugo/topology.hpp"
+#include "p.hpp"
+#include "stack.hpp"
+
+namespace nugo::detail {
+
+struct Sched {
+  explicit Sched(const Config& cfg, topo::Topology topology);
+  ~Sched();
+
+  Config cfg;
+  topo::Topology topology;
+  int gomaxprocs = 0;
+  Mode mode = Mode::flat;  // resolved: never Mode::automatic
+  std::vector<std::unique_ptr<Domain>> domains;
+  // Domain id by real CPU number (-1: none), for threads without a P (foreign_domain).
+  std::vector<int> domain_of_cpu;
+  // Thread binding (Config::bind, resolved: never automatic). By P id: the real CPUs an M
+  // holding that P binds to, and a key naming that set (the domain id for node binding, the
+  // P id for pu binding, -1 for none); an M rebinds only when the key changes (acquirep).
+  Bind bind = Bind::none;
+  std::vector<std::vector<int>> bind_cpus;
+  std::vector<int> bind_key;
+  std::vector<std::unique_ptr<P>> allp;
+  // By topology node index: its domain's id, or -1 (flat mode: the one domain for every node
+  // with a P; NUMA mode: -1 for nodes without Ps). Where ready=home and go_on send a G.
+  std::vector<int> domain_of_node;
+  // Node index by real CPU number (-1: none): the home of a G created by a thread without a P.
+  std::vector<int> node_of_cpu;
+  // Statistics (stats.hpp): the distinct distances of the topology's matrix, ascending, and
+  // for each pair of node indexes the position of theirs in that list.
+  std::vector<int> distances;
+  std::vector<std::vector<int>> distance_class;
+  // NUMA policy, resolved (all off in flat mode): NumaPolicy::ready == home, adopt, remote_delay.
+  bool ready_home = false;
+  bool adopt = false;
+  std::int64_t remote_delay_ns = 0;
+  NumaPolicy::Take remote_take = NumaPolicy::Take::half;
+  bool steal_flat = false;    // NumaPolicy::steal == flat: Domain::victims is every P
+  bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
+  std::FILE* stats_file = nullptr;  // Config::stats_path, opened at start
+
+  Lock mlock;  // allm, freem
+  std::vector<M*> allm;   // every M ever made; an M that exited stays here (and on freem)
+  std::vector<M*> freem;  // Ms whose thread exited, for newm to reuse
+  std::atomic<int> mcount{0};  // Ms with a live thread, readable without mlock
+  static constexpr int kMaxMCount = 10000;  // Go's sched.maxmcount
+
+  Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
+  std::vector<G*> gchunks;  // every G ever allocated, kGChunk per entry (Go's allgs)
+  // The memory of the chunks: slabs of kGSlabChunks chunks, each taken by one domain and
+  // allocated on its node (nugo::numa) in NUMA mode, from the heap in flat mode.
+  struct GSlab { void* mem; std::size_t bytes; bool numa; };
+  std::vector<GSlab> gslabs;
+  static constexpr int kGSlabChunks = 64;  // 2 MiB of Gs
+  G* gchunk_next = nullptr;
+  G* gchunk_end = nullptr;
+  std::vector<G*> gfree;        // dead Gs beyond what the Ps cache
+  std::atomic<int> ngfree{0};  // gfree.size(), readable without glock
+
+  std::atomic<std::int64_t> goidgen{0};
+  std::size_t stack_size = 0;  // usable bytes of every goroutine stack (Domain::stacks)
+
+  // The network poller (netpoll.hpp; Go's sched.lastpoll and sched.pollUntil). lastpoll is
+  // when the network was last polled, 0 while an M blocks in netpoll: that M is also the
+  // timer sleeper, blocking until poll_until (0: no timer), the earliest timer it knew of.
+  // addtimer breaks its wait for an earlier timer (wake_netpoller in timer.cpp).
+  std::atomic<std::int64_t> lastpoll{1};
+  std::atomic<std::int64_t> poll_until{0};
+
+  // Deadlock detection (checkdead in idle.cpp) stands down once a thread that is not an M has
+  // called into the runtime: such a thread may wake a goroutine later. The caller of run()
+  // creating the main goroutine does not count (starting_runtime).
+  std::atomic<bool> foreign_seen{false};
+
+  std::atomic<bool> stopping{false};
+  Note main_done;  // the caller of run() sleeps here
+  // Set by the main goroutine as it returns, before it wakes run(): from then on nothing is
+  // a deadlock, though every M may go idle before run()'s thread (on a busy machine, after
+  // the grace period) gets to set stopping. The fuzzer found that window.
+  std::atomic<bool> main_returned{false};
+
+  // sysmon (sysmon.cpp): its thread, and its deep sleep while every P is idle. acquirep
+  // wakes it when sysmonwait is set.
+  std::thread sysmon;
+  std::atomic<bool> sysmon_exit{false};  // set once every M has been joined
+  std::atomic<bool> sysmonwait{false};
+  Note sysmon_note;
+  std::int64_t timeslice_ns = 0;  // cfg.timeslice
+  std::int64_t start_ns = 0;      // when the instance was made (schedtrace's clock)
+  std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
+  // Goroutines that the signal found in runtime code and that yielded on leaving it
+  // (kPreemptAtExit, nopreempt.hpp)
+  std::atomic<std::uint64_t> exit_preemptions{0};
+
+  G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
+};
+
+// The running instance (nullptr when no runtime runs). Set by run_main before any M starts;
+// Ms use it freely, as run_main joins them all before deleting it. Foreign threads reach it
+// through foreign_sched and the foreign_calls count instead (ForeignCall, link.hpp).
+extern Sched* sched;
+extern std::atomic<Sched*> foreign_sched;
+extern std::atomic<int> foreign_calls;
+// Set on the thread in run_main while it creates and enqueues the main goroutine. That call
+// takes the foreign path but must not set foreign_seen: the first M may already be looking
+// for deadlock by the time run_main could clear the flag again.
+extern thread_local bool starting_runtime;
+// Set in a child of fork() when a runtime instance was running in the parent. The child has
+// only the thread that forked: every other M, sysmon and the poller are gone, and any lock
+// they held stays held. It may exec or _exit; scheduling anything there is a fatal error
+// (forked_child_fatal), checked before any runtime lock is taken: in newg, in mcall (every
+// goroutine-to-g0 switch) and where a thread without an M enters the runtime.
+extern bool forked_child;
+[[noreturn]] void forked_child_fatal(const char* what);
+
+// The domain a G's home node belongs to, or nullptr (a node without Ps).
+inline Domain* home_domain(const G* gp) {
+  int d = sched->domain_of_node[gp->home];
+  return d >= 0 ? sched->domains[d].get() : nullptr;
+}
+
+// Go's forEachG over a list of chunks held still: Sched::gchunks with glock held, a copy taken
+// under it, or any list once no M runs. for_each_g (link.hpp) is the locked walk for library
+// code.
+template <class Fn>
+void for_each_g_in(const std::vector<G*>& chunks, Fn&& fn) {
+  for (G* chunk : chunks)
+    for (G* gp = chunk; gp != chunk + kGChunk; ++gp) fn(gp);
+}
+
+// sysmon.cpp
+void sysmon_main();
+
+}  // namespace nugo::detail

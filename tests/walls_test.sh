@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The walls between core/src's rooms (core/README.md, "The rooms"), as far as the compiler
+# cannot see them. Each room's object library has only the include directories of the rooms
+# it may see, so `#include "sched.hpp"` in lib/ does not compile. A path relative to the file
+# gets past that; this test allows exactly the relative includes the design has and fails on
+# any other, naming the file and the line.
+#
+#   sched/ headers may include obs/ recording headers (../obs/...)
+#   lib/ and numa/src/ reach the scheduler through link.hpp alone
+#
+# usage: tests/walls_test.sh [SOURCE_DIR]
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+status=0
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  rest=${hit#*:}
+  line=${rest%%:*}
+  include=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$rest")
+  case "$file:$include" in
+    core/src/sched/*.hpp:../obs/*.hpp) ;;
+    core/src/lib/*.cpp:../sched/link.hpp) ;;
+    numa/src/*.cpp:../../core/src/sched/link.hpp) ;;
+    *)
+      echo "walls_test: $file:$line includes \"$include\", across a wall of core/src's rooms" >&2
+      status=1 ;;
+  esac
+done < <(grep -rnE '#include "\.\./' core/src numa/src || true)
+# Every file of core/src sits in a room.
+for f in core/src/*; do
+  [ -d "$f" ] || { echo "walls_test: $f is outside every room (base, sched, lib, obs)" >&2; status=1; }
+done
+for d in core/src/*/; do
+  case "$(basename "$d")" in
+    base|sched|lib|obs) ;;
+    *) echo "walls_test: $d is not a room of core/README.md" >&2; status=1 ;;
+  esac
+done
+# base/ is below everything: it includes only base/ headers (its include path has nothing else,
+# and it has no relative includes above).
+[ "$status" -eq 0 ] && echo "walls_test: every include across a wall goes where the design allows"
+exit "$status"
