@@ -52,7 +52,12 @@ int cpu_nodes(const Topology& t) {
 // Checks what every plan must satisfy and returns it.
 Plan checked_plan(const Topology& t, int procs, Mode mode,
                   nugo::NumaPolicy::Steal steal = nugo::NumaPolicy::Steal::nearest) {
-  Plan plan = nugo::numa::make_plan(t, procs, mode, steal);
+  nugo::Config cfg;
+  cfg.procs = procs;
+  cfg.mode = mode;
+  cfg.numa.steal = steal;
+  Plan plan = nugo::numa::make_plan(t, cfg);
+  REQUIRE(plan.gomaxprocs == procs);
   REQUIRE(plan.mode != Mode::automatic);
   REQUIRE(plan.remote.size() == plan.domains.size());
   REQUIRE(plan.victims.size() == plan.domains.size());
@@ -125,6 +130,79 @@ TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
   }
 }
 
+// The rest of the plan, decided at start without a runtime: the binding, the homes of
+// threads without a P, the distance classes, the policy as it runs, the P count.
+TEST_CASE("plans bind, home and classify as the configuration asks, on every topology", "[numa]") {
+  using nugo::Bind;
+  for (const std::string& spec : topology_specs()) {
+    INFO(spec);
+    Topology t = Topology::load(spec);
+    for (Mode mode : {Mode::flat, Mode::numa, Mode::automatic})
+      for (Bind bind : {Bind::automatic, Bind::none, Bind::node, Bind::pu})
+        for (int procs : {1, 3, t.pu_count()}) {
+          INFO("mode " << static_cast<int>(mode) << " bind " << static_cast<int>(bind) << " procs " << procs);
+          nugo::Config cfg;
+          cfg.procs = procs;
+          cfg.mode = mode;
+          cfg.bind = bind;
+          cfg.numa.ready = nugo::NumaPolicy::Ready::home;
+          cfg.numa.adopt = true;
+          cfg.numa.remote_delay = std::chrono::microseconds(50);
+          cfg.numa.go_on = nugo::NumaPolicy::GoOn::queued;
+          const Plan plan = nugo::numa::make_plan(t, cfg);
+          const bool numa = plan.mode == Mode::numa;
+          // Binding: automatic is node in NUMA mode and none in flat mode.
+          const Bind want = bind != Bind::automatic ? bind : numa ? Bind::node : Bind::none;
+          REQUIRE(plan.bind == want);
+          REQUIRE(static_cast<int>(plan.bind_cpus.size()) == procs);
+          REQUIRE(static_cast<int>(plan.bind_key.size()) == procs);
+          for (std::size_t i = 0; i < plan.domains.size(); ++i) {
+            const auto& d = plan.domains[i];
+            std::set<int> domain_cpus;  // the CPUs of the domain's node (flat: of its Ps' PUs)
+            for (int pu : d.node >= 0 ? t.nodes[d.node].pus : d.pus) domain_cpus.insert(t.real_cpu(pu));
+            for (std::size_t k = 0; k < d.ps.size(); ++k) {
+              const int p = d.ps[k];
+              const auto& cpus = plan.bind_cpus[p];
+              if (want == Bind::none) {
+                REQUIRE(cpus.empty());
+                REQUIRE(plan.bind_key[p] == -1);
+              } else if (want == Bind::pu) {
+                REQUIRE(cpus == std::vector<int>{t.real_cpu(d.pus[k])});
+                REQUIRE(plan.bind_key[p] == p);
+              } else {
+                REQUIRE(std::set<int>(cpus.begin(), cpus.end()) == domain_cpus);
+                REQUIRE(std::is_sorted(cpus.begin(), cpus.end()));
+                REQUIRE(plan.bind_key[p] == static_cast<int>(i));
+              }
+              // Homes: the node of every P's PU belongs to the P's domain (flat: the one).
+              REQUIRE(plan.domain_of_node[t.pus[d.pus[k]].node] == (numa ? static_cast<int>(i) : 0));
+              // A thread without a P on that CPU is of that node, and queues in a domain.
+              const int cpu = t.real_cpu(d.pus[k]);
+              REQUIRE(plan.node_of_cpu.at(cpu) >= 0);
+              REQUIRE(plan.domain_of_cpu.at(cpu) >= 0);
+            }
+          }
+          for (std::size_t n = 0; n < t.nodes.size(); ++n)
+            if (numa && t.nodes[n].pus.empty()) REQUIRE(plan.domain_of_node[n] == -1);
+          // Distance classes: ascending distinct distances, each pair's class its distance.
+          REQUIRE_FALSE(plan.distances.empty());
+          REQUIRE(std::adjacent_find(plan.distances.begin(), plan.distances.end(),
+                                     std::greater_equal<int>()) == plan.distances.end());
+          for (std::size_t a = 0; a < t.distance.size(); ++a)
+            for (std::size_t b = 0; b < t.distance[a].size(); ++b)
+              REQUIRE(plan.distances.at(plan.distance_class[a][b]) == t.distance[a][b]);
+          // The policy runs only in NUMA mode: flat mode is Go's scheduler.
+          REQUIRE(plan.policy.ready_home == numa);
+          REQUIRE(plan.policy.adopt == numa);
+          REQUIRE(plan.policy.remote_delay_ns == (numa ? 50'000 : 0));
+          REQUIRE(plan.policy.go_on_queued == numa);
+          REQUIRE_FALSE(plan.policy.steal_flat);
+        }
+    nugo::Config every_pu;  // procs 0: one P per PU, at most Config::kMaxProcs
+    REQUIRE(nugo::numa::make_plan(t, every_pu).gomaxprocs == std::min(t.pu_count(), nugo::Config::kMaxProcs));
+  }
+}
+
 TEST_CASE("the runtime builds one domain per node in NUMA mode, one in flat mode", "[numa]") {
   nugo::Config cfg;
   cfg.topology = "synthetic:pack:4 numa:1 core:2 pu:1";
@@ -135,7 +213,7 @@ TEST_CASE("the runtime builds one domain per node in NUMA mode, one in flat mode
     Seen seen{};
     nugo::run([&] {
       auto* s = nugo::detail::sched;
-      seen.mode = s->mode;
+      seen.mode = s->plan.mode;
       seen.domains = s->domains.size();
       for (const auto& pp : s->allp) seen.p_domain.push_back(pp->domain->id);
     }, cfg);

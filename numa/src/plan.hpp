@@ -1,9 +1,13 @@
-// NUMA policy, the part of it that is decided once per runtime: which domains there are,
-// which Ps each holds, and in what order a domain's thieves visit the other domains. core/
-// builds its Domains from a Plan and never asks the topology these questions itself.
-// See numa/README.md.
+// Everything a runtime instance decides once, at start, from its configuration and its
+// topology: how many Ps, which domains there are and which Ps each holds, in what order a
+// domain's thieves visit the others, where each P's M binds, which domain and node a thread
+// without a P belongs to, the distance classes the statistics count in, and the NUMA policy
+// as it will run. The scheduler (core/src/sched) builds its Domains and Ps from a Plan and
+// never asks the topology or the configuration these questions itself; a Plan needs no
+// running runtime, so the tests check it on every reference topology. See numa/README.md.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "nugo/config.hpp"
@@ -16,9 +20,24 @@ struct DomainPlan {
   int os_node = -1;  // the OS's node number, as numactl prints it; -1 in flat mode
   std::vector<int> ps;   // P ids, ascending, contiguous
   std::vector<int> pus;  // the PU (index into Topology::pus) of each P in ps
+  // The OS node the domain's memory (its goroutine stacks) is bound to; -1 for none (flat
+  // mode, or an emulated node, which has no memory of its own).
+  int memory_node = -1;
+};
+
+// NumaPolicy (NUGO_NUMA) as the instance runs it: all off in flat mode, which is Go's
+// scheduler whatever the settings say.
+struct Policy {
+  bool ready_home = false;  // NumaPolicy::ready == home
+  bool adopt = false;
+  std::int64_t remote_delay_ns = 0;
+  NumaPolicy::Take remote_take = NumaPolicy::Take::half;
+  bool steal_flat = false;    // NumaPolicy::steal == flat: victims is every P
+  bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
 };
 
 struct Plan {
+  int gomaxprocs = 0;      // Config::procs, or one P per PU up to Config::kMaxProcs
   Mode mode = Mode::flat;  // never Mode::automatic: resolved against the topology
   std::vector<DomainPlan> domains;
   // remote[i]: the other domains, grouped by their distance from domain i, nearest group
@@ -29,13 +48,35 @@ struct Plan {
   // before any remote domain's queues: the domain's own Ps (NumaPolicy::Steal::nearest, and
   // flat mode's one domain), or every P (Steal::flat: Go's stealing over per-node domains).
   std::vector<std::vector<int>> victims;
+
+  // Thread binding (Config::bind resolved: node in NUMA mode, none in flat mode unless asked
+  // for; never automatic). By P id: the real CPUs an M holding that P binds to, and a key
+  // naming that set (the domain for node binding, the P for pu binding, -1 for none); an M
+  // rebinds only when the key changes.
+  Bind bind = Bind::none;
+  std::vector<std::vector<int>> bind_cpus;
+  std::vector<int> bind_key;
+
+  // By topology node index: its domain, or -1 (flat mode: the one domain for every node with
+  // a P; NUMA mode: -1 for nodes without Ps). Where ready=home and go_on send a G.
+  std::vector<int> domain_of_node;
+  // By real CPU number (-1: none): the domain a thread without a P on that CPU queues in, and
+  // its node (the home of a G it creates). Folded emulated CPUs go to the first claimant.
+  std::vector<int> domain_of_cpu;
+  std::vector<int> node_of_cpu;
+
+  // Statistics: the distinct distances of the topology's matrix, ascending, and for each pair
+  // of node indexes the position of theirs in that list (moved_remote_by_distance).
+  std::vector<int> distances;
+  std::vector<std::vector<int>> distance_class;
+
+  Policy policy;
 };
 
+// The plan of an instance of cfg (procs, mode, bind, numa; cfg.procs >= 0) on topology.
 // Mode::automatic means numa when the topology has more than one node with CPUs. In NUMA
 // mode Ps are placed by Topology::assign_ps (balanced over the nodes with CPUs, distinct
-// cores first) and every node that got a P is a domain; flat mode is one domain with every
-// P. procs >= 1. steal: which Ps a domain's thieves try first (NUMA mode only).
-Plan make_plan(const topo::Topology& topology, int procs, Mode mode,
-               NumaPolicy::Steal steal = NumaPolicy::Steal::nearest);
+// cores first) and every node that got a P is a domain; flat mode is one domain with every P.
+Plan make_plan(const topo::Topology& topology, const Config& cfg);
 
 }  // namespace nugo::numa

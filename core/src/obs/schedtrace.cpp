@@ -94,7 +94,7 @@ void schedtrace(bool detail) {
   bool sysmonwait = sched->sysmonwait.load(rlx);
   unlock_all_domains();
   add(out, "SCHED %lldms: gomaxprocs=%d idleprocs=%d threads=%d spinningthreads=%d idlethreads=%d runqueue=%d",
-      ms, sched->gomaxprocs, idle, sched->mcount.load(rlx), spinning, idlethreads, runq);
+      ms, sched->plan.gomaxprocs, idle, sched->mcount.load(rlx), spinning, idlethreads, runq);
   if (detail) {
     add(out, " gcwaiting=0 nmidlelocked=%d stopwait=0 sysmonwait=%d", locked, sysmonwait ? 1 : 0);
   } else {

@@ -29,10 +29,10 @@ Stats final_stats;  // of the last run() that returned
 Stats snapshot(const Sched& s) {
   Stats out;
   out.valid = true;
-  out.mode = s.mode;
-  out.bind = s.bind;
-  out.numa_policy = s.mode == Mode::numa ? to_string(s.cfg.numa) : "";  // flat mode has none
-  out.procs = s.gomaxprocs;
+  out.mode = s.plan.mode;
+  out.bind = s.plan.bind;
+  out.numa_policy = s.plan.mode == Mode::numa ? to_string(s.cfg.numa) : "";  // flat mode has none
+  out.procs = s.plan.gomaxprocs;
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;
   out.topology_nodes = static_cast<int>(s.topology.nodes.size());
@@ -46,9 +46,9 @@ Stats snapshot(const Sched& s) {
     p.runs_home = p.runs - p.runs_away;
     p.idle_ns = c.idle_ns.load(rlx);
     if (std::int64_t since = c.idle_since.load(rlx); since != 0 && now > since) p.idle_ns += now - since;
-    for (std::size_t k = 0; k < s.distances.size(); ++k)
+    for (std::size_t k = 0; k < s.plan.distances.size(); ++k)
       if (std::uint64_t n = c.moved_remote_by_distance[k].load(rlx))
-        p.moved_remote_by_distance[s.distances[k]] = n;
+        p.moved_remote_by_distance[s.plan.distances[k]] = n;
     // Nodes in order of their number; a node's Ps are contiguous only in NUMA mode.
     auto it = out.nodes.begin();
     while (it != out.nodes.end() && it->node < p.node) ++it;

@@ -112,8 +112,8 @@ namespace {
 // said once on stderr and the thread keeps the CPUs it had: binding is placement, not
 // correctness.
 void bind_m(M* m, const P* pp) {
-  m->bound_key = sched->bind_key[pp->id];
-  const std::vector<int>& cpus = sched->bind_cpus[pp->id];
+  m->bound_key = sched->plan.bind_key[pp->id];
+  const std::vector<int>& cpus = sched->plan.bind_cpus[pp->id];
   if (cpus.empty()) return;
   int max_cpu = *std::max_element(cpus.begin(), cpus.end());
   cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
@@ -134,7 +134,7 @@ void bind_m(M* m, const P* pp) {
 
 void acquirep(P* pp) {
   M* m = getm();
-  if (sched->bind_key[pp->id] != m->bound_key) bind_m(m, pp);
+  if (sched->plan.bind_key[pp->id] != m->bound_key) bind_m(m, pp);
   if (pp->status.load(rlx) != PStatus::idle || pp->m) fatal("acquirep: P %d is not idle", pp->id);
   m->p = pp;
   m->domain = pp->domain;  // an M belongs to the domain of the P it runs (startlockedm may
@@ -182,7 +182,7 @@ P* pidleget(Domain* d) {
 // Goroutines that pp's owner moved from a P or queue of node index from_node.
 void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
   bump(pp->stats.moved_remote, n);
-  bump(pp->stats.moved_remote_by_distance[sched->distance_class[pp->node][from_node]], n);
+  bump(pp->stats.moved_remote_by_distance[sched->plan.distance_class[pp->node][from_node]], n);
 }
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
@@ -200,13 +200,13 @@ int of_this_cpu(const std::vector<int>& table) {
 
 int thread_node(const Domain* d) {
   if (d->node >= 0) return d->node;
-  int n = of_this_cpu(sched->node_of_cpu);
+  int n = of_this_cpu(sched->plan.node_of_cpu);
   return n >= 0 ? n : sched->allp.front()->node;
 }
 
 Domain* foreign_domain() {
   if (sched->domains.size() == 1) return sched->domains.front().get();
-  int d = of_this_cpu(sched->domain_of_cpu);
+  int d = of_this_cpu(sched->plan.domain_of_cpu);
   return sched->domains[d >= 0 ? d : 0].get();
 }
 

@@ -23,7 +23,7 @@
 #include "proc.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
-#include "traceback.hpp"
+#include "deadlock.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -42,53 +42,6 @@ int idle_ms_everywhere() {
     n += d->nmidle + d->nmidlelocked;
   }
   return n;
-}
-
-// Every waiting goroutine with where it waits, as Go's traceback shows it, but folded: the
-// goroutines waiting for the same reason at the same place are one entry with their count
-// (a thousand workers blocked on one channel are one entry, not a thousand). Entries come in
-// the order of their first goroutine's id. Each goroutine's stack is captured where it is
-// parked (traceback_parked), which leaves it unable to run again: for reports that end the
-// process. Each distinct stack is symbolized once.
-void report_waiting_goroutines(M* m) {
-  struct Entry {
-    WaitReason reason;
-    const std::string* frames;
-    std::vector<std::int64_t> ids;
-  };
-  std::map<std::vector<std::uintptr_t>, std::string> symbolized;
-  std::map<std::pair<WaitReason, std::string>, Entry> entries;
-  for_each_g_in(sched->gchunks, [&](G* gp) {  // glock held (checkdead)
-    if (gp->status.load() != GStatus::waiting) return;
-    Traceback tb;
-    traceback_parked(m, gp, &tb);
-    auto [s, fresh] = symbolized.try_emplace(std::vector<std::uintptr_t>(tb.pc, tb.pc + tb.n));
-    if (fresh) s->second = format_traceback(tb);
-    Entry& e = entries.try_emplace({gp->waitreason, s->second}, Entry{gp->waitreason, &s->second, {}})
-                   .first->second;
-    e.ids.push_back(gp->goid);
-  });
-  std::vector<Entry*> order;
-  for (auto& [key, e] : entries) {
-    std::sort(e.ids.begin(), e.ids.end());
-    order.push_back(&e);
-  }
-  std::sort(order.begin(), order.end(),
-            [](const Entry* a, const Entry* b) { return a->ids.front() < b->ids.front(); });
-  for (const Entry* e : order) {
-    const char* frames = e->frames->empty() ? "(no symbols)\n" : e->frames->c_str();
-    if (e->ids.size() == 1) {
-      std::fprintf(stderr, "\ngoroutine %lld [%s]:\n%s", static_cast<long long>(e->ids[0]),
-                   to_string(e->reason), frames);
-      continue;
-    }
-    std::string which;  // "2, 3, 4 and 997 more"
-    for (std::size_t i = 0; i < e->ids.size() && i < 3; ++i)
-      which += (i ? ", " : "") + std::to_string(e->ids[i]);
-    if (e->ids.size() > 3) which += " and " + std::to_string(e->ids.size() - 3) + " more";
-    std::fprintf(stderr, "\n%zu goroutines [%s] (goroutines %s):\n%s", e->ids.size(),
-                 to_string(e->reason), which.c_str(), frames);
-  }
 }
 
 // Go's checkdead, for the M that found every other M idle. Called on the M's way out of the
@@ -262,7 +215,7 @@ Wake stopm(M* m, bool may_watch) NUGO_NO_THREAD_SAFETY_ANALYSIS {
   if (may_watch && idle_ms_everywhere() == mcount && !sched->foreign_seen.load()) {
     on_deadline = Wake::watch;
     deadline_ns = nanotime() + kDeadlockGraceNs;
-  } else if (mcount > sched->gomaxprocs) {
+  } else if (mcount > sched->plan.gomaxprocs) {
     on_deadline = Wake::exit;
     deadline_ns = nanotime() + kIdleMLifetimeNs;
   }
@@ -285,7 +238,7 @@ Wake stopm(M* m, bool may_watch) NUGO_NO_THREAD_SAFETY_ANALYSIS {
     d->lock.lock();
     bool listed = mremove(d, m);
     P* handed = listed ? nullptr : m->nextp.load(std::memory_order_acquire);  // set under this lock
-    if (listed && on_deadline == Wake::exit && sched->mcount.load() <= sched->gomaxprocs) {
+    if (listed && on_deadline == Wake::exit && sched->mcount.load() <= sched->plan.gomaxprocs) {
       mput(d, m);  // others left first: this one stays, and sleeps until needed
       listed = false;
       deadline_ns = 0;
@@ -441,7 +394,7 @@ void wakep(Domain* d) {
     // a runnext (the common go() and goready()) is the running P's next, and waking a remote
     // M for it would cost a futex wake per go() for nothing. Flat mode has no remote domains.
     // (With steal=flat a remote thief takes a runnext too, as in Go: wake it for any work.)
-    if (!d->remote.empty() && (sched->steal_flat || remote_stealable(d))) wakep_nearest_idle(d);
+    if (!d->remote.empty() && (sched->plan.policy.steal_flat || remote_stealable(d))) wakep_nearest_idle(d);
     return;
   }
   wake_spinner(d, false);

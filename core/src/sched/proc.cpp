@@ -544,11 +544,11 @@ std::uint32_t fastrand() {
 
 bool can_spin(int iter) {
   M* m = getm();
-  if (iter >= 4 || !m || !m->p || sched->gomaxprocs <= 1) return false;
+  if (iter >= 4 || !m || !m->p || sched->plan.gomaxprocs <= 1) return false;
   // The holder runs on another P only if some P of the runtime is neither idle nor spinning.
   int idle_or_spinning = 0;
   for (const auto& d : sched->domains) idle_or_spinning += d->npidle.load() + d->nmspinning.load();
-  if (sched->gomaxprocs <= idle_or_spinning + 1) return false;
+  if (sched->plan.gomaxprocs <= idle_or_spinning + 1) return false;
   return runqempty(m->p);
 }
 
@@ -708,7 +708,7 @@ void pinnedput_wake(Domain* d, G* gp, int node) {
 // of d for it (a wake from node `node`, another node's, counts as wakeups_cross_node either
 // way), or with go_on=queued and no idle P in d, the nearest idle node's (wakep).
 void placedput_wake(Domain* d, G* gp, int node) {
-  if (!sched->go_on_queued) return pinnedput_wake(d, gp, node);
+  if (!sched->plan.policy.go_on_queued) return pinnedput_wake(d, gp, node);
   d->lock.lock();
   globrunqput(d, gp, node);
   d->lock.unlock();
@@ -769,9 +769,9 @@ int go_on_node(int os_node) {
       if (t.nodes[i].pus.empty())
         throw std::invalid_argument("nugo::go_on: node " + std::to_string(os_node) +
                                     " has no CPUs (a memory-only node runs no goroutines)");
-      if (s->domain_of_node[i] < 0)
+      if (s->plan.domain_of_node[i] < 0)
         throw std::invalid_argument("nugo::go_on: node " + std::to_string(os_node) +
-                                    " has no P (NUGO_PROCS=" + std::to_string(s->gomaxprocs) +
+                                    " has no P (NUGO_PROCS=" + std::to_string(s->plan.gomaxprocs) +
                                     " placed none there)");
       return static_cast<int>(i);
     }
@@ -849,7 +849,7 @@ void goready(G* gp) {
   M* m = getm();
   if (P* pp = m ? m->p : nullptr) {
     ready_status(gp);
-    if (sched->ready_home) [[unlikely]] {
+    if (sched->plan.policy.ready_home) [[unlikely]] {
       // ready=home: a goroutine of another node goes back there and runs there next, on its
       // node's pinned queue (no thief of another node takes it on the way).
       if (Domain* home = home_domain(gp); home && home != pp->domain) {
@@ -865,7 +865,7 @@ void goready(G* gp) {
   call.require("go");
   ready_status(gp);
   Domain* here = foreign_domain();
-  if (Domain* home = sched->ready_home ? home_domain(gp) : nullptr; home && home != here)
+  if (Domain* home = sched->plan.policy.ready_home ? home_domain(gp) : nullptr; home && home != here)
     return pinnedput_wake(home, gp, thread_node(here));
   globrunqput_wake(here, gp, thread_node(here));
 }

@@ -35,17 +35,6 @@
 namespace nugo::detail {
 namespace {
 
-// Tables by real CPU number (-1: none): the PUs' CPUs of `pus` get `value`, unless an earlier
-// call claimed them (folded emulated CPUs go to the first claimant).
-void claim_cpus(const topo::Topology& t, const std::vector<int>& pus, int value, std::vector<int>* table) {
-  for (int pu : pus) {
-    int cpu = t.real_cpu(pu);
-    if (cpu < 0) continue;
-    if (static_cast<int>(table->size()) <= cpu) table->resize(cpu + 1, -1);
-    if ((*table)[cpu] < 0) (*table)[cpu] = value;
-  }
-}
-
 std::mutex run_mutex;  // one runtime instance at a time per process
 
 // The child of a fork() taken while an instance ran inherits the instance's memory but only
@@ -82,22 +71,17 @@ void announce_emulated(const topo::Topology& t) {
 }  // namespace
 
 Sched::Sched(const Config& c, topo::Topology t)
-    : cfg(c), topology(std::move(t)) {
-  // One P per PU of the topology unless told otherwise, at most Config::kMaxProcs (Go caps
-  // GOMAXPROCS at _MaxGomaxprocs the same way; an emulated topology may have more PUs).
-  gomaxprocs = cfg.procs > 0 ? cfg.procs : std::min(topology.pu_count(), Config::kMaxProcs);
+    : cfg(c), topology(std::move(t)), plan(numa::make_plan(topology, cfg)) {
   timeslice_ns = cfg.timeslice.count();
   start_ns = nanotime();
   netpoll_init();
   lastpoll.store(nanotime());
-  for (int i = 0; i < gomaxprocs; ++i) {
+  for (int i = 0; i < plan.gomaxprocs; ++i) {
     allp.push_back(std::make_unique<P>());
     allp.back()->id = i;
   }
-  // The domains and their Ps, as NUMA policy plans them (numa/src/plan.hpp): flat mode is
-  // one domain with every P, NUMA mode one per node that got a P.
-  numa::Plan plan = numa::make_plan(topology, gomaxprocs, cfg.mode, cfg.numa.steal);
-  mode = plan.mode;
+  // The domains and their Ps, as the plan says: flat mode is one domain with every P, NUMA
+  // mode one per node that got a P.
   for (const numa::DomainPlan& dp : plan.domains) {
     auto d = std::make_unique<Domain>();
     d->id = static_cast<int>(domains.size());
@@ -110,16 +94,10 @@ Sched::Sched(const Config& c, topo::Topology t)
       pp->node = static_cast<std::int16_t>(topology.pus[dp.pus[k]].node);
       d->ps.push_back(pp);
     }
-    // A thread without a P on a CPU of this node queues in this domain (foreign_domain); in
-    // flat mode every CPU that runs a P does. Folded emulated CPUs go to the first domain
-    // that claims them.
-    claim_cpus(topology, dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus, d->id, &domain_of_cpu);
     for (int p : plan.victims[domains.size()]) d->victims.push_back(allp[p].get());
     d->steal_order.reset(static_cast<std::uint32_t>(d->victims.size()));
     d->ps_order.reset(static_cast<std::uint32_t>(d->ps.size()));
-    // Stacks of a real node's domain are bound there; an emulated node has no memory.
-    std::optional<int> mem = dp.node >= 0 ? topology.memory_node(dp.node) : std::nullopt;
-    d->stacks = std::make_unique<StackPool>(cfg.stack_size, d->id, mem.value_or(-1),
+    d->stacks = std::make_unique<StackPool>(cfg.stack_size, d->id, dp.memory_node,
                                             static_cast<int>(plan.domains.size()));
     stack_size = d->stacks->stack_size();
     {
@@ -128,63 +106,8 @@ Sched::Sched(const Config& c, topo::Topology t)
     }
     domains.push_back(std::move(d));
   }
-  // Binding (NUGO_BIND): node in NUMA mode, none in flat mode unless asked for.
-  bind = cfg.bind != Bind::automatic ? cfg.bind : mode == Mode::numa ? Bind::node : Bind::none;
-  bind_cpus.resize(gomaxprocs);
-  bind_key.assign(gomaxprocs, -1);
-  if (bind != Bind::none) {
-    for (const numa::DomainPlan& dp : plan.domains) {
-      Domain* d = allp[dp.ps.front()]->domain;
-      std::vector<int> node_cpus;
-      if (bind == Bind::node) {
-        // Flat mode has no node: bind to the CPUs of the Ps' PUs (fewer than the machine's
-        // when there are fewer Ps than PUs).
-        const std::vector<int>& pus = dp.node >= 0 ? topology.nodes[dp.node].pus : dp.pus;
-        for (int pu : pus) node_cpus.push_back(topology.real_cpu(pu));
-        std::sort(node_cpus.begin(), node_cpus.end());
-        node_cpus.erase(std::unique(node_cpus.begin(), node_cpus.end()), node_cpus.end());
-      }
-      for (std::size_t k = 0; k < dp.ps.size(); ++k) {
-        int p = dp.ps[k];
-        if (bind == Bind::node) {
-          bind_cpus[p] = node_cpus;
-          bind_key[p] = d->id;
-        } else {
-          bind_cpus[p] = {topology.real_cpu(dp.pus[k])};
-          bind_key[p] = p;
-        }
-      }
-    }
-  }
-  // Nodes: their domains, and where threads without a P are (node_of_cpu).
-  domain_of_node.assign(topology.nodes.size(), -1);
-  for (const auto& pp : allp)
-    domain_of_node[pp->node] = mode == Mode::numa ? pp->domain->id : 0;
-  for (std::size_t n = 0; n < topology.nodes.size(); ++n)
-    claim_cpus(topology, topology.nodes[n].pus, static_cast<int>(n), &node_of_cpu);
-  // Statistics: moved_remote by distance class.
-  for (const auto& row : topology.distance) distances.insert(distances.end(), row.begin(), row.end());
-  std::sort(distances.begin(), distances.end());
-  distances.erase(std::unique(distances.begin(), distances.end()), distances.end());
-  if (distances.empty()) distances.push_back(10);
-  distance_class.assign(topology.nodes.size(), std::vector<int>(topology.nodes.size(), 0));
-  for (std::size_t a = 0; a < topology.nodes.size(); ++a)
-    for (std::size_t b = 0; b < topology.nodes.size(); ++b)
-      if (a < topology.distance.size() && b < topology.distance[a].size())
-        distance_class[a][b] = static_cast<int>(
-            std::lower_bound(distances.begin(), distances.end(), topology.distance[a][b]) -
-            distances.begin());
-  for (auto& pp : allp)
-    pp->stats.moved_remote_by_distance = std::make_unique<PCounters::Counter[]>(distances.size());
-  // NUMA policy (NUGO_NUMA): flat mode is Go's scheduler, whatever the settings say.
-  if (mode == Mode::numa) {
-    ready_home = cfg.numa.ready == NumaPolicy::Ready::home;
-    adopt = cfg.numa.adopt;
-    remote_delay_ns = cfg.numa.remote_delay.count();
-    remote_take = cfg.numa.remote_take;
-    steal_flat = cfg.numa.steal == NumaPolicy::Steal::flat;
-    go_on_queued = cfg.numa.go_on == NumaPolicy::GoOn::queued;
-  }
+  for (auto& pp : allp)  // statistics: moved_remote by distance class
+    pp->stats.moved_remote_by_distance = std::make_unique<PCounters::Counter[]>(plan.distances.size());
   for (std::size_t i = 0; i < domains.size(); ++i)
     for (const std::vector<int>& tier : plan.remote[i]) {
       std::vector<Domain*> group;
@@ -396,7 +319,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   run_stop_hooks(StopPhase::freed);  // and so is what their calls held (sockets)
 }
 
-int gomaxprocs() { return sched ? sched->gomaxprocs : 0; }
+int gomaxprocs() { return sched ? sched->plan.gomaxprocs : 0; }
 
 void add_stop_hook(StopPhase when, void (*hook)()) {
   static std::mutex adding;  // registrations from several threads' first uses

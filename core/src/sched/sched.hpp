@@ -21,6 +21,7 @@
 #include "nugo/config.hpp"
 #include "nugo/topology.hpp"
 #include "p.hpp"
+#include "plan.hpp"
 #include "stack.hpp"
 
 namespace nugo::detail {
@@ -29,36 +30,17 @@ struct Sched {
   explicit Sched(const Config& cfg, topo::Topology topology);
   ~Sched();
 
-  Config cfg;
-  topo::Topology topology;
-  int gomaxprocs = 0;
-  Mode mode = Mode::flat;  // resolved: never Mode::automatic
-  std::vector<std::unique_ptr<Domain>> domains;
-  // Domain id by real CPU number (-1: none), for threads without a P (foreign_domain).
-  std::vector<int> domain_of_cpu;
-  // Thread binding (Config::bind, resolved: never automatic). By P id: the real CPUs an M
-  // holding that P binds to, and a key naming that set (the domain id for node binding, the
-  // P id for pu binding, -1 for none); an M rebinds only when the key changes (acquirep).
-  Bind bind = Bind::none;
-  std::vector<std::vector<int>> bind_cpus;
-  std::vector<int> bind_key;
-  std::vector<std::unique_ptr<P>> allp;
-  // By topology node index: its domain's id, or -1 (flat mode: the one domain for every node
-  // with a P; NUMA mode: -1 for nodes without Ps). Where ready=home and go_on send a G.
-  std::vector<int> domain_of_node;
-  // Node index by real CPU number (-1: none): the home of a G created by a thread without a P.
-  std::vector<int> node_of_cpu;
-  // Statistics (stats.hpp): the distinct distances of the topology's matrix, ascending, and
-  // for each pair of node indexes the position of theirs in that list.
-  std::vector<int> distances;
-  std::vector<std::vector<int>> distance_class;
-  // NUMA policy, resolved (all off in flat mode): NumaPolicy::ready == home, adopt, remote_delay.
-  bool ready_home = false;
-  bool adopt = false;
-  std::int64_t remote_delay_ns = 0;
-  NumaPolicy::Take remote_take = NumaPolicy::Take::half;
-  bool steal_flat = false;    // NumaPolicy::steal == flat: Domain::victims is every P
-  bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
+  // Decided at start, never changed while the instance runs: the configuration, the machine
+  // (or the emulated one), and the plan made of them (numa/src/plan.hpp: the Ps and their
+  // domains, the binding, the homes of threads without a P, the distance classes, the NUMA
+  // policy as it runs).
+  const Config cfg;
+  const topo::Topology topology;
+  const numa::Plan plan;
+
+  // What runs.
+  std::vector<std::unique_ptr<Domain>> domains;  // by id: plan.domains's order
+  std::vector<std::unique_ptr<P>> allp;          // by id
   std::FILE* stats_file = nullptr;  // Config::stats_path, opened at start
 
   Lock mlock;  // allm, freem
@@ -137,7 +119,7 @@ extern bool forked_child;
 
 // The domain a G's home node belongs to, or nullptr (a node without Ps).
 inline Domain* home_domain(const G* gp) {
-  int d = sched->domain_of_node[gp->home];
+  int d = sched->plan.domain_of_node[gp->home];
   return d >= 0 ? sched->domains[d].get() : nullptr;
 }
 

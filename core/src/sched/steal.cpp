@@ -45,7 +45,7 @@ G* steal_from(P* pp, P* victim, bool steal_runnext, NumaPolicy::Take take, int a
 // How much of a remote global queue of `size` Gs one take may move (globrunqget caps it at a
 // fair share of that domain's Ps as well).
 int remote_batch(int size) {
-  switch (sched->remote_take) {
+  switch (sched->plan.policy.remote_take) {
     case NumaPolicy::Take::one: return 1;
     case NumaPolicy::Take::quarter: return std::max(1, size / 4);
     case NumaPolicy::Take::half: break;
@@ -61,15 +61,15 @@ int remote_batch(int size) {
 G* steal_remote(M* m, P* pp, std::int64_t now) {
   if (pp->domain->remote.empty()) return nullptr;
   bool may_rob = true;
-  if (sched->remote_delay_ns > 0) {
+  if (sched->plan.policy.remote_delay_ns > 0) {
     // Rob another node only once this P has found nothing for remote_delay: work may be
     // about to appear on its own node, and a goroutine moved away loses its memory. Until
     // then the thief spins, as any spinning M does (numa/README.md, "Policies").
     if (now == 0) now = nanotime();
     if (pp->nowork_since == 0) pp->nowork_since = now;
-    may_rob = now - pp->nowork_since >= sched->remote_delay_ns;
+    may_rob = now - pp->nowork_since >= sched->plan.policy.remote_delay_ns;
   }
-  int adopt_node = sched->adopt ? pp->node : -1;
+  int adopt_node = sched->plan.policy.adopt ? pp->node : -1;
   for (const std::vector<Domain*>& group : pp->domain->remote) {
     std::size_t first = m->rand() % group.size();
     for (std::size_t k = 0; k < group.size(); ++k) {
@@ -96,7 +96,7 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
             if (G* gp = runqget(pp).gp) return gp;
         }
         if (!rob || victim->status.load(rlx) == PStatus::idle) continue;
-        if (G* gp = steal_from(pp, victim, false, sched->remote_take, adopt_node)) return gp;
+        if (G* gp = steal_from(pp, victim, false, sched->plan.policy.remote_take, adopt_node)) return gp;
       }
     }
   }
@@ -127,7 +127,7 @@ G* steal_work(M* m, P* pp, std::int64_t now) {
       if (victim->status.load(rlx) == PStatus::idle) continue;
       // Another node's P is a victim here only with steal=flat: Go's take (half, a runnext in
       // the last round), and adopt as for any steal across nodes.
-      int adopt_node = sched->adopt && victim->domain != d ? pp->node : -1;
+      int adopt_node = sched->plan.policy.adopt && victim->domain != d ? pp->node : -1;
       if (G* gp = steal_from(pp, victim, last, NumaPolicy::Take::half, adopt_node)) return gp;
     }
   }

@@ -2,7 +2,8 @@
 // `when`. A P runs its own due timers each time it schedules (checktimers); a thief runs
 // other Ps' due timers in its last steal round, so timers of idle Ps fire too; and when every
 // M would otherwise sleep, one of them, the timer sleeper, sleeps only until the earliest
-// timer of the domain (findrunnable in proc.cpp).
+// timer of any P of the runtime: one M polls for the whole runtime, every domain included
+// (earliest_timer and idle_until_p in idle.cpp).
 //
 // A timer's callback runs on g0 of whichever M runs it, without any lock held, and must not
 // block: it readies a goroutine or does a non-blocking channel send. Once the callback has
