@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -134,7 +135,9 @@ TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
 // threads without a P, the distance classes, the policy as it runs, the P count.
 TEST_CASE("plans bind, home and classify as the configuration asks, on every topology", "[numa]") {
   using nugo::Bind;
-  for (const std::string& spec : topology_specs()) {
+  std::vector<std::string> specs = topology_specs();
+  specs.push_back("");  // this machine: real, so its domains' memory is bound
+  for (const std::string& spec : specs) {
     INFO(spec);
     Topology t = Topology::load(spec);
     for (Mode mode : {Mode::flat, Mode::numa, Mode::automatic})
@@ -149,6 +152,8 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
           cfg.numa.adopt = true;
           cfg.numa.remote_delay = std::chrono::microseconds(50);
           cfg.numa.go_on = nugo::NumaPolicy::GoOn::queued;
+          cfg.numa.remote_take = nugo::NumaPolicy::Take::one;
+          cfg.numa.steal = nugo::NumaPolicy::Steal::flat;
           const Plan plan = nugo::numa::make_plan(t, cfg);
           const bool numa = plan.mode == Mode::numa;
           // Binding: automatic is node in NUMA mode and none in flat mode.
@@ -156,8 +161,11 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
           REQUIRE(plan.bind == want);
           REQUIRE(static_cast<int>(plan.bind_cpus.size()) == procs);
           REQUIRE(static_cast<int>(plan.bind_key.size()) == procs);
+          std::set<int> nodes_with_p;
           for (std::size_t i = 0; i < plan.domains.size(); ++i) {
             const auto& d = plan.domains[i];
+            // The stacks' memory: the node's own on a real machine, none when emulated or flat.
+            REQUIRE(d.memory_node == (d.node >= 0 ? t.memory_node(d.node).value_or(-1) : -1));
             std::set<int> domain_cpus;  // the CPUs of the domain's node (flat: of its Ps' PUs)
             for (int pu : d.node >= 0 ? t.nodes[d.node].pus : d.pus) domain_cpus.insert(t.real_cpu(pu));
             for (std::size_t k = 0; k < d.ps.size(); ++k) {
@@ -177,13 +185,24 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
               // Homes: the node of every P's PU belongs to the P's domain (flat: the one).
               REQUIRE(plan.domain_of_node[t.pus[d.pus[k]].node] == (numa ? static_cast<int>(i) : 0));
               // A thread without a P on that CPU is of that node, and queues in a domain.
+              // Folded emulated CPUs belong to the first claimant (lower node, lower domain);
+              // on a real machine each CPU is its own PU's.
               const int cpu = t.real_cpu(d.pus[k]);
+              const int node = t.pus[d.pus[k]].node;
+              nodes_with_p.insert(node);
               REQUIRE(plan.node_of_cpu.at(cpu) >= 0);
+              REQUIRE(plan.node_of_cpu.at(cpu) <= node);
               REQUIRE(plan.domain_of_cpu.at(cpu) >= 0);
+              REQUIRE(plan.domain_of_cpu.at(cpu) <= static_cast<int>(i));
+              if (!t.emulated) {
+                REQUIRE(plan.node_of_cpu.at(cpu) == node);
+                REQUIRE(plan.domain_of_cpu.at(cpu) == static_cast<int>(i));
+              }
             }
           }
+          // A node is some domain's exactly when one of its PUs got a P.
           for (std::size_t n = 0; n < t.nodes.size(); ++n)
-            if (numa && t.nodes[n].pus.empty()) REQUIRE(plan.domain_of_node[n] == -1);
+            REQUIRE((plan.domain_of_node[n] >= 0) == (nodes_with_p.count(static_cast<int>(n)) > 0));
           // Distance classes: ascending distinct distances, each pair's class its distance.
           REQUIRE_FALSE(plan.distances.empty());
           REQUIRE(std::adjacent_find(plan.distances.begin(), plan.distances.end(),
@@ -196,7 +215,9 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
           REQUIRE(plan.policy.adopt == numa);
           REQUIRE(plan.policy.remote_delay_ns == (numa ? 50'000 : 0));
           REQUIRE(plan.policy.go_on_queued == numa);
-          REQUIRE_FALSE(plan.policy.steal_flat);
+          REQUIRE(plan.policy.steal_flat == numa);
+          REQUIRE(plan.policy.remote_take ==
+                  (numa ? nugo::NumaPolicy::Take::one : nugo::NumaPolicy::Take::half));
         }
     nugo::Config every_pu;  // procs 0: one P per PU, at most Config::kMaxProcs
     REQUIRE(nugo::numa::make_plan(t, every_pu).gomaxprocs == std::min(t.pu_count(), nugo::Config::kMaxProcs));

@@ -38,6 +38,8 @@ for d in core/src/*/; do
     *) echo "walls_test: $d is not a room of core/README.md" >&2; status=1 ;;
   esac
 done
+# base/ includes only base/ headers: its include path has nothing else, and the relative
+# includes above are the only way around that.
 # The headers the scheduler includes from below or beside it are leaves with respect to it:
 # obs/'s recording headers and numa/src's plan and memory name no scheduler header, so the
 # arrows between files point one way (sched -> obs/*.hpp, obs/*.cpp -> sched) although the

@@ -21,7 +21,7 @@ struct PCounters {
       globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0}, placed{0};
   std::atomic<std::int64_t> idle_ns{0};
   std::atomic<std::int64_t> idle_since{0};  // on the idle list since (0: not idle)
-  // moved_remote by distance class (Sched::distance_class), sized at runtime start.
+  // moved_remote by distance class (numa::Plan::distance_class), sized at runtime start.
   std::unique_ptr<Counter[]> moved_remote_by_distance;
 };
 

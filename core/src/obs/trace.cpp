@@ -17,8 +17,8 @@
 // stop() issue it on every thread's behalf, which leaves the M a compiler barrier; where the
 // kernel refuses membarrier, the M's store is an exchange.
 //
-// Writing. A buffer holds one M's records in time order, so the temporary file is a sequence of
-// sorted runs. stop() merges the runs by timestamp (a heap over them, the file mapped, not
+// Writing (trace_json.cpp, over the file trace_file.hpp describes). A buffer holds one M's
+// records in time order, so the temporary file is a sequence of sorted runs. stop() merges the runs by timestamp (a heap over them, the file mapped, not
 // read) and writes the JSON in one pass, in time order: each track's events are monotonic,
 // and a run slice's end comes after its begin. The merge also pairs what the runtime records
 // apart: an unblock with the start of the goroutine it readied (a flow arrow), a goroutine's
@@ -28,7 +28,6 @@
 
 #include <fcntl.h>
 #include <linux/membarrier.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,11 +41,9 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "g.hpp"
@@ -68,7 +65,7 @@ constexpr auto sc = std::memory_order_seq_cst;
 
 // A record's JSON is about 130 bytes, flows and slice ends included; recording stops when the
 // records so far would make a file of the cap at this rate. The conversion enforces the cap
-// exactly (Session::json_cap).
+// exactly (JsonOut, trace_json.cpp).
 constexpr std::uint64_t kJsonBytesPerEvent = 160;
 
 // The TSC is the clock when the CPU says it is invariant and the kernel trusts it enough to

@@ -1,8 +1,8 @@
 // The execution tracer's recording side: what the scheduler calls (core/README.md, "Execution
 // tracer"). Each call site is one relaxed load and a predicted branch while no trace is being
 // recorded; while one is, trace_event appends a 32-byte record to the calling M's buffer
-// (trace.cpp) without a lock or an allocation, and trace.cpp turns the records into Chrome
-// trace-event JSON when the trace stops.
+// (trace.cpp) without a lock or an allocation, and trace_json.cpp turns the records into
+// Chrome trace-event JSON when the trace stops.
 //
 // Call sites run on g0, or on a goroutine's stack inside NoPreempt: the record goes to the
 // buffer of the M that getm() names, which must stay that goroutine's M until it is written.
@@ -16,7 +16,7 @@ namespace nugo::detail {
 
 struct M;
 
-// What a record says. `g`, `arg`, `x` and `b` are the fields of Event (trace.cpp).
+// What a record says. `g`, `arg`, `x` and `b` are the fields of Event (trace_file.hpp).
 enum class Ev : std::uint8_t {
   go_create,      // g created by goroutine arg (0: a thread outside nugo); x: its home node index
   go_start,       // g starts running on p (execute); x: its home node index

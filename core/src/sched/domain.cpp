@@ -108,7 +108,7 @@ bool mremove(Domain* d, M* m) {
 
 namespace {
 
-// Binds the calling thread (m's) to the CPUs of pp's key (Sched::bind_cpus). A failure is
+// Binds the calling thread (m's) to the CPUs of pp's key (Sched::plan.bind_cpus). A failure is
 // said once on stderr and the thread keeps the CPUs it had: binding is placement, not
 // correctness.
 void bind_m(M* m, const P* pp) {
@@ -189,7 +189,7 @@ void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
 // run by sysmon) queues goroutines and timers: its CPU's domain (domain.hpp).
 namespace {
 
-// The entry of a by-real-CPU table (Sched::domain_of_cpu, node_of_cpu) for the CPU the
+// The entry of a by-real-CPU table (numa::Plan::domain_of_cpu, node_of_cpu) for the CPU the
 // calling thread runs on, or -1.
 int of_this_cpu(const std::vector<int>& table) {
   int cpu = sched_getcpu();

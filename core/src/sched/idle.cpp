@@ -13,17 +13,16 @@
 //   idle Ms do not burn CPU when there is little to steal.
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "deadlock.hpp"
 #include "fatal.hpp"
 #include "netpoll.hpp"
 #include "proc.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
-#include "deadlock.hpp"
 
 namespace nugo::detail {
 namespace {

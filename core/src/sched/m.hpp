@@ -48,7 +48,7 @@ struct alignas(64) M {
   G* lockedg = nullptr;          // lock_os_thread: the G this M runs exclusively
   std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
   bool exiting = false;          // the M leaves after this G (a locked G exited)
-  int bound_key = -1;            // Sched::bind_key of the CPU set the thread is bound to
+  int bound_key = -1;            // Sched::plan.bind_key of the CPU set the thread is bound to
   // The execution tracer (trace.cpp): this M's buffer, and the flag it raises while writing
   // a record there, which stop() waits on before taking the buffer.
   std::atomic<std::uint32_t> trace_busy{0};

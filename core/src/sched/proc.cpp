@@ -509,7 +509,7 @@ ForeignCall::ForeignCall(Purpose why)
   // An M of a forked child (inside nugo::syscall, say) may not wake anything either, as
   // enter_foreign refuses every thread without an M there.
   if (forked_child && why == Purpose::wake) [[unlikely]]
-    forked_child_fatal("a call into the runtime from a thread without a P");
+    forked_child_fatal("a call into the runtime that may wake a goroutine");
 }
 
 ForeignCall::~ForeignCall() {

@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -71,7 +70,7 @@ void announce_emulated(const topo::Topology& t) {
 }  // namespace
 
 Sched::Sched(const Config& c, topo::Topology t)
-    : cfg(c), topology(std::move(t)), plan(numa::make_plan(topology, cfg)) {
+    : cfg(c), topology(std::move(t)), plan(numa::make_plan(this->topology, this->cfg)) {
   timeslice_ns = cfg.timeslice.count();
   start_ns = nanotime();
   netpoll_init();

@@ -99,6 +99,7 @@ struct Sched {
   G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
 };
 
+// proc.cpp
 // The running instance (nullptr when no runtime runs). Set by run_main before any M starts;
 // Ms use it freely, as run_main joins them all before deleting it. Foreign threads reach it
 // through foreign_sched and the foreign_calls count instead (ForeignCall, link.hpp).
@@ -109,6 +110,8 @@ extern std::atomic<int> foreign_calls;
 // takes the foreign path but must not set foreign_seen: the first M may already be looking
 // for deadlock by the time run_main could clear the flag again.
 extern thread_local bool starting_runtime;
+
+// runtime.cpp
 // Set in a child of fork() when a runtime instance was running in the parent. The child has
 // only the thread that forked: every other M, sysmon and the poller are gone, and any lock
 // they held stays held. It may exec or _exit; scheduling anything there is a fatal error
@@ -117,7 +120,7 @@ extern thread_local bool starting_runtime;
 extern bool forked_child;
 [[noreturn]] void forked_child_fatal(const char* what);
 
-// The domain a G's home node belongs to, or nullptr (a node without Ps).
+// Inline: the domain a G's home node belongs to, or nullptr (a node without Ps).
 inline Domain* home_domain(const G* gp) {
   int d = sched->plan.domain_of_node[gp->home];
   return d >= 0 ? sched->domains[d].get() : nullptr;
