@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fdwrite.hpp"
 #include "schedtrace.hpp"
 #include "sched.hpp"
 #include "timer.hpp"
@@ -57,13 +58,10 @@ int go_status(GStatus s) {
 // Go's _Pidle 0, _Prunning 1, _Psyscall 2.
 int go_status(PStatus s) { return s == PStatus::idle ? 0 : s == PStatus::running ? 1 : 2; }
 
-void write_all(const std::string& s) {
-  for (std::size_t off = 0; off < s.size();) {
-    ssize_t n = ::write(2, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<std::size_t>(n);
-  }
+// On stderr; a failure is dropped, as a lost trace line would be.
+void write_stderr(const std::string& s) {
+  int err = 0;
+  write_all(2, s.data(), s.size(), &err);
 }
 
 }  // namespace
@@ -108,7 +106,7 @@ void schedtrace(bool detail) {
           sched->domains[i]->os_node, per_domain[i].idle, per_domain[i].spinning,
           per_domain[i].idlethreads, per_domain[i].runq);
   out += '\n';
-  if (!detail) return write_all(out);
+  if (!detail) return write_stderr(out);
 
   const auto& nodes = sched->topology.nodes;
   for (const auto& owned : sched->allp) {
@@ -151,7 +149,7 @@ void schedtrace(bool detail) {
         go_status(st), st == GStatus::waiting ? to_string(gp->waitreason) : "",
         it == m_of.end() ? -1 : it->second, locked_m ? locked_m->id : -1, nodes[gp->home].os_index);
   });
-  write_all(out);
+  write_stderr(out);
 }
 
 }  // namespace nugo::detail

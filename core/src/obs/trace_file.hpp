@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fdwrite.hpp"  // write_all, for the writer thread and the conversion alike
 #include "trace.hpp"
 
 namespace nugo::detail {
@@ -59,10 +60,6 @@ struct TraceFile {
   std::atomic<bool> capped{false};  // recording stopped at the size cap
   int write_errno = 0;              // the writer's first failure
 };
-
-// Writes all n bytes, retrying short writes and EINTR; the first failure's errno goes to *err
-// (once set, later calls do nothing). For the writer thread and the conversion alike.
-void write_all(int fd, const void* data, std::size_t n, int* err);
 
 // The runs of f's temporary file, merged by timestamp into the JSON at f.out_fd (at most
 // f.max_bytes). Returns the error text, empty on success.

@@ -662,8 +662,7 @@ Closure* newg() {
 int num_goroutines() {
   ForeignCall call(ForeignCall::Purpose::read);
   if (!call.running()) return 0;
-  NoPreempt np;
-  int n = 0;
+  int n = 0;  // for_each_g holds NoPreempt around its lock
   for_each_g(
       [](G* gp, void* n) {
         GStatus s = gp->status.load(rlx);
