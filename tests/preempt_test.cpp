@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cfenv>
 #include <exception>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -285,6 +286,87 @@ TEST_CASE("SSE, AVX2 and AVX-512 state survives thousands of preemptions bit for
   CHECK(wrong.empty());
   INFO("async preemptions: " << preemptions);
   CHECK(preemptions >= 1000);
+}
+
+// A switch carries no floating-point state (core/src/base/README.md, "The switch"), but a
+// preemption saves and restores all of it and hands the thread on in the default environment.
+// At 1 P the goroutine that runs while the spinner is preempted runs on the spinner's thread.
+TEST_CASE("a rounding mode set before a preemption is in force after it, and not in the "
+          "goroutine that ran meanwhile on the same thread",
+          "[asyncpreempt][preempt][registers]") {
+  constexpr unsigned kRounding = 0x6000;  // MXCSR's rounding control
+  constexpr unsigned kUp = 0x4000;
+  nugo::run(
+      [&] {
+        std::atomic<bool> set{false}, other_ran{false};
+        int spinner_x87 = -1, other_x87 = -1;
+        unsigned spinner_sse = 0, other_sse = kRounding;
+        int spinner_tid = 0, other_tid = 0;
+        nugo::WaitGroup wg;
+        wg.add(2);
+        nugo::go([&] {
+          std::fesetround(FE_UPWARD);  // the x87 control word and MXCSR both
+          spinner_tid = thread_id();
+          set = true;
+          spin_atomic(&other_ran);  // call-free: only the signal lets the other one run
+          spinner_x87 = std::fegetround();
+          spinner_sse = _mm_getcsr() & kRounding;
+          std::fesetround(FE_TONEAREST);
+          wg.done();
+        });
+        while (!set) nugo::yield();  // it has set the mode and is spinning
+        nugo::go([&] {
+          other_tid = thread_id();
+          other_x87 = std::fegetround();
+          other_sse = _mm_getcsr() & kRounding;
+          other_ran = true;
+          wg.done();
+        });
+        wg.wait();
+        CHECK(other_tid == spinner_tid);  // one P: one thread ran both
+        CHECK(spinner_x87 == FE_UPWARD);
+        CHECK(spinner_sse == kUp);
+        CHECK(other_x87 == FE_TONEAREST);
+        CHECK(other_sse == 0);
+        CHECK(async_preemptions() > 0);
+      },
+      procs(1, 1ms));
+}
+
+// The other half: a switch by yield carries no floating-point state, so the mode a goroutine
+// leaves in force when it yields is the thread's, and the next goroutine there runs in it (as
+// in Go). Documented in core/src/base/README.md; a goroutine must restore it before blocking.
+TEST_CASE("a rounding mode left in force across a yield is the next goroutine's on that thread",
+          "[preempt][registers]") {
+  constexpr unsigned kRounding = 0x6000;  // MXCSR's rounding control
+  constexpr unsigned kUp = 0x4000;
+  nugo::run(
+      [&] {
+        std::atomic<bool> other_ran{false};
+        int setter_tid = 0, other_tid = 0, other_x87 = -1;
+        unsigned other_sse = 0;
+        nugo::WaitGroup wg;
+        wg.add(2);
+        nugo::go([&] {
+          std::fesetround(FE_UPWARD);
+          setter_tid = thread_id();
+          nugo::go([&] {
+            other_tid = thread_id();
+            other_x87 = std::fegetround();
+            other_sse = _mm_getcsr() & kRounding;
+            other_ran = true;
+            wg.done();
+          });
+          while (!other_ran) nugo::yield();
+          std::fesetround(FE_TONEAREST);
+          wg.done();
+        });
+        wg.wait();
+        CHECK(other_tid == setter_tid);  // one P: one thread ran both
+        CHECK(other_x87 == FE_UPWARD);
+        CHECK(other_sse == kUp);
+      },
+      procs(1));
 }
 
 TEST_CASE("errno set before a spin survives preemption and migration", "[asyncpreempt][preempt]") {

@@ -1,7 +1,9 @@
 // nugo's micro-benchmarks. The names are shared with the Go and Boost.Fiber twins
 // (experiments/baselines) and with scripts/micro.py, which runs all three side by side and
 // prints ratios. Every figure is real (wall-clock) time per unit of work:
-//   raw_switch               one jump_fcontext round trip (two switches): the floor
+//   raw_switch               one Boost.Context jump_fcontext round trip (two switches): the floor
+//   raw_switch_nugo          the same with nugo's own jump (core/src/base/switch_amd64.S), which
+//                            leaves out Boost's floating-point control words: the runtime's floor
 //   yield_ping/procs:1       one goroutine switch by nugo::yield, two goroutines on 1 P
 //   create_and_run/procs:N   one goroutine of a chain in which each spawns the next
 //   fanout_100k/procs:N      spawning 100,000 goroutines and waiting for all of them
@@ -21,6 +23,7 @@
 #include <atomic>
 #include <benchmark/benchmark.h>
 #include <boost/context/detail/fcontext.hpp>
+#include <boost/version.hpp>
 #include <nugo/nugo.hpp>
 #include <nugo/trace.hpp>
 #include <unistd.h>
@@ -38,22 +41,35 @@ namespace {
 
 namespace ctx = boost::context::detail;
 
+// nugo's own jump (core/src/base/switch_amd64.S), written for Boost 1.74's frames, which the
+// runtime uses with that version only (core/src/base/fiber.hpp).
+extern "C" ctx::transfer_t nugo_jump_fcontext(ctx::fcontext_t to, void* data);
+
 nugo::Config with_procs(int procs) {
   nugo::Config cfg = nugo::Config::from_env();
   cfg.procs = procs;
   return cfg;
 }
 
-void raw_switch(benchmark::State& state) {
+// A round trip through a second context: Jump is Boost's jump_fcontext or nugo's.
+template <ctx::transfer_t (*Jump)(ctx::fcontext_t, void*)>
+void round_trips(benchmark::State& state) {
   constexpr std::size_t kStack = 64 * 1024;
   void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   auto echo = [](ctx::transfer_t t) {
-    for (;;) t = ctx::jump_fcontext(t.fctx, nullptr);
+    for (;;) t = Jump(t.fctx, nullptr);
   };
   ctx::fcontext_t other = ctx::make_fcontext(static_cast<char*>(stack) + kStack, kStack, echo);
-  for (auto _ : state) other = ctx::jump_fcontext(other, nullptr).fctx;
+  for (auto _ : state) other = Jump(other, nullptr).fctx;
   munmap(stack, kStack);
 }
+
+ctx::transfer_t boost_jump(ctx::fcontext_t to, void* data) { return ctx::jump_fcontext(to, data); }
+
+void raw_switch(benchmark::State& state) { round_trips<boost_jump>(state); }
+#if BOOST_VERSION == 107400
+void raw_switch_nugo(benchmark::State& state) { round_trips<nugo_jump_fcontext>(state); }
+#endif
 
 // The *_traced twins run the same loop with the execution tracer recording (nugo/trace.hpp):
 // what tracing costs. Records stream to a temporary file as in any trace and are discarded at
@@ -430,6 +446,9 @@ void ping_pong_hog(benchmark::State& state) {
 
 void register_all() {
   benchmark::RegisterBenchmark("raw_switch", raw_switch)->UseRealTime();
+#if BOOST_VERSION == 107400
+  benchmark::RegisterBenchmark("raw_switch_nugo", raw_switch_nugo)->UseRealTime();
+#endif
   benchmark::RegisterBenchmark("yield_ping/procs:1", yield_ping, 1, false)->UseRealTime();
   benchmark::RegisterBenchmark("yield_ping_traced/procs:1", yield_ping, 1, true)->UseRealTime();
   for (int procs : {1, 2}) {

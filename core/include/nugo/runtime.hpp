@@ -92,27 +92,49 @@ Config config_from_env_or_exit();
 int gomaxprocs();
 int num_goroutines();
 
+// The runtime's thread-locals that code running on a goroutine reads (in_syscall_body here,
+// the current G and M in the scheduler) are read inline, where the compiler reads them afresh
+// at each use, and out of line where it might not.
+//
+// A goroutine may resume on another thread between two reads in one function, so each read
+// must go to the current thread's slot. With the initial-exec TLS model (NUGO_TLS_IE), GCC,
+// and clang before 16, keep only the variable's offset in a register and read through %fs
+// every time: always the current thread's. (Without the attribute, -fPIC code, which is how
+// nugo is built, would find the address through __tls_get_addr and may reuse it.) Clang 16
+// and later may compute a thread-local's address once per function: there each read is an
+// out-of-line call, which computes the address afresh and which the preemption signal never
+// interrupts (core/README.md, "The no-preemption section").
+//
+// Under ThreadSanitizer the reads are out of line too: GCC's instrumentation computes the
+// slot's address for __tsan_read8 from a thread pointer it may have read before a switch, and
+// TSan would then record a read of another thread's slot (the values read stay right).
+#define NUGO_TLS_IE __attribute__((tls_model("initial-exec")))
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NUGO_TLS_UNDER_TSAN 1
+#endif
+#endif
+#if (defined(__clang__) && __clang_major__ >= 16) || defined(__SANITIZE_THREAD__) || \
+    defined(NUGO_TLS_UNDER_TSAN)
+#define NUGO_INLINE_TLS 0
+#else
+#define NUGO_INLINE_TLS 1
+#endif
+
 // True on the thread of a goroutine that is inside a nugo::syscall body (syscall.hpp). There
 // the goroutine holds no P: to the scheduler it is in the kernel. Every call into the
 // scheduler checks this first, and a call from there is a fatal error naming the goroutine
 // and the call. Set and cleared by the goroutine's own thread, which the body never leaves.
-//
-// The check is inlined into the program's code (Mutex::lock, unlock), where a goroutine may
-// resume on another thread between two checks in one function. GCC, and clang before 16, read
-// a thread-local of an executable %fs-relative at each use, always the current thread's.
-// Clang 16 and later may reuse a thread-local's address within a function, and code for a
-// shared object finds it through __tls_get_addr, whose result GCC reuses: there the flag is
-// read by an out-of-line call, which computes the address afresh and which the preemption
-// signal never interrupts (core/README.md, "The no-preemption section").
-inline thread_local bool in_syscall_body = false;
+// The check is inlined into the program's code (Mutex::lock, unlock), as NUGO_INLINE_TLS says.
+inline thread_local bool in_syscall_body NUGO_TLS_IE = false;
 [[noreturn]] void syscall_body_misuse(const char* call);
 bool in_syscall_body_now();  // out of line
 inline void forbid_in_syscall_body(const char* call) {
-#if (defined(__clang__) && __clang_major__ >= 16) || (defined(__PIC__) && !defined(__PIE__))
-  if (in_syscall_body_now()) [[unlikely]]
+#if NUGO_INLINE_TLS
+  if (in_syscall_body) [[unlikely]]
     syscall_body_misuse(call);
 #else
-  if (in_syscall_body) [[unlikely]]
+  if (in_syscall_body_now()) [[unlikely]]
     syscall_body_misuse(call);
 #endif
 }

@@ -5,17 +5,21 @@
 // A context is one-shot: every jump hands back a fresh handle for the side that was left,
 // which is why callers store t.fctx right after each jump.
 //
-// Under AddressSanitizer every switch must be announced (start) and acknowledged (finish),
-// otherwise ASan believes the thread's stack pointer ran off its stack and reports garbage.
-// Under ThreadSanitizer every goroutine is a fiber of its own (created at its first run,
-// destroyed when it exits) and every g0 is its thread's own fiber; a switch to a fiber,
-// announced just before the jump, is a happens-before edge from the side left to the side
-// entered, which is what a switch is. Outside sanitizer builds these helpers compile to
-// nothing.
+// The jump is our own (switch_amd64.S), in Boost 1.74's frame layout, so that Boost's
+// make_fcontext and ontop_fcontext work with it unchanged. It leaves out what Go's gogo leaves
+// out: the floating-point control state (MXCSR, the x87 control word), which Boost saves and
+// loads at every switch and which cost over half of each switch (issue 29's profile). So, as
+// in Go, the floating-point environment belongs to the thread (base/README.md, "The switch"):
+// a goroutine that changes the rounding mode or the exception masks must put them back before
+// it blocks or yields, or the next goroutine on that thread, and the runtime's own code, run
+// with them; MXCSR's sticky exception flags are the thread's too. Preemption by signal is
+// exempt: it saves and restores the whole extended state (sched/preempt_amd64.S).
 #pragma once
 
 #include <boost/context/detail/fcontext.hpp>
+#include <boost/version.hpp>
 #include <cstddef>
+#include <cstdint>
 
 #if NUGO_ASAN
 #include <sanitizer/asan_interface.h>
@@ -28,9 +32,50 @@
 namespace nugo::detail {
 
 using boost::context::detail::fcontext_t;
-using boost::context::detail::jump_fcontext;
 using boost::context::detail::make_fcontext;
 using boost::context::detail::transfer_t;
+
+#if BOOST_VERSION == 107400
+// Boost 1.74's frame, which switch_amd64.S was written against (later releases put more in a
+// fresh frame). Any other Boost gets Boost's own jump, control words and all.
+#define NUGO_OWN_JUMP 1
+extern "C" transfer_t nugo_jump_fcontext(fcontext_t to, void* data);  // switch_amd64.S
+
+// Continues `to`, handing it data; returns when something jumps back here, with the context
+// it came from and the data it passed.
+inline transfer_t jump_fcontext(fcontext_t to, void* data) { return nugo_jump_fcontext(to, data); }
+#else
+#define NUGO_OWN_JUMP 0
+using boost::context::detail::jump_fcontext;
+#endif
+
+// Boost's ontop_fcontext loads MXCSR and the x87 control word from the frame it enters, and
+// our jump leaves that slot as it found it: before an ontop_fcontext into a context our jump
+// saved, put the defaults there (round to nearest, every exception masked).
+inline void set_default_fp_control([[maybe_unused]] fcontext_t ctx) {
+#if NUGO_OWN_JUMP
+  auto* slot = static_cast<std::uint32_t*>(ctx);
+  slot[0] = 0x1f80;  // MXCSR
+  slot[1] = 0x037f;  // the x87 control word, and two bytes of padding
+#endif
+}
+
+// Whether make_fcontext lays out a fresh context as switch_amd64.S expects: a 64-byte frame at
+// the top of the stack (16-byte aligned) holding the entry function in rbx's slot. The runtime
+// checks once at start, so that a Boost patched differently fails loudly instead of jumping
+// into the wrong slot.
+inline bool fcontext_layout_ok() {
+#if NUGO_OWN_JUMP
+  alignas(16) static unsigned char stack[512];
+  void (*const fn)(transfer_t) = [](transfer_t) {};
+  fcontext_t ctx = make_fcontext(stack + sizeof stack, sizeof stack, fn);
+  auto* frame = static_cast<void* const*>(ctx);
+  return static_cast<unsigned char*>(ctx) == stack + sizeof stack - 0x40 &&
+         frame[5] == reinterpret_cast<void*>(fn);
+#else
+  return true;
+#endif
+}
 
 // One side of a switch as ASan needs to know it: the stack's lowest address and size, and
 // the slot where its fake stack (use-after-return frames) is parked while it is switched out.

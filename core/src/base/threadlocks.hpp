@@ -20,8 +20,8 @@
 
 #include <cstdint>
 
-// Functions that must never be interrupted by the preemption signal: reading the current G,
-// the lock interposers. The handler refuses any PC inside this section (preempt.cpp).
+// Functions that must never be interrupted by the preemption signal: the context switch, the
+// lock interposers, and thread-local reads where they are out of line (nugo/runtime.hpp). The handler refuses any PC inside this section (preempt.cpp).
 // NUGO_NOIPA: the caller may assume nothing about the function from its body (GCC's noipa;
 // clang has none, and skips optnone functions when it infers attributes).
 #if defined(__clang__)

@@ -229,6 +229,7 @@ void traceback_parked(M* m, G* gp, Traceback* tb) {
   constexpr std::ptrdiff_t kUnwindRoom = 16 * 1024;
   if (static_cast<char*>(gp->ctx) - gp->stack.lo < kUnwindRoom) return;
   ParkedCapture req{tb, gp, m};
+  set_default_fp_control(gp->ctx);  // ontop_fcontext loads them (fiber.hpp)
   sanitizer_start_switch(&m->g0san, gp->san);
   boost::context::detail::ontop_fcontext(gp->ctx, &req, unwind_parked);
   sanitizer_finish_switch(m->g0san);

@@ -74,8 +74,11 @@ class ForeignCall {
 };
 
 // A plain thread that touches nugo objects may wake goroutines later: deadlock detection
-// stands down once one has (checkdead). Cheap on an M.
-void note_foreign_thread();
+// stands down once one has (checkdead). One thread-local load on a goroutine.
+void note_foreign_thread_slow();  // proc.cpp: on g0, on an M it does nothing
+inline void note_foreign_thread() {
+  if (!getg()) note_foreign_thread_slow();
+}
 
 // ---- every goroutine (proc.cpp) ----
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fiber.hpp"
+#include "nugo/runtime.hpp"  // NUGO_TLS_IE, NUGO_INLINE_TLS
 #include "futex.hpp"
 
 namespace nugo::detail {
@@ -61,9 +62,16 @@ struct alignas(64) M {
   }
 };
 
-// The M of the calling thread, or nullptr on threads the runtime did not start. Not inlined
-// on purpose: a goroutine may resume on another thread, and the compiler must not reuse a
-// thread-local address computed before a switch.
-M* getm();
+// The M of the calling thread, or nullptr on threads the runtime did not start. Set by
+// mstart. Inline where NUGO_INLINE_TLS (nugo/runtime.hpp) says each read goes to the current
+// thread's slot. A goroutine that may be preempted can move to another M right after reading
+// it: code that uses the M pins the goroutine first (NoPreempt).
+inline thread_local M* tls_m NUGO_TLS_IE = nullptr;
+
+#if NUGO_INLINE_TLS
+inline M* getm() { return tls_m; }
+#else
+M* getm();  // proc.cpp, in the no-preemption section
+#endif
 
 }  // namespace nugo::detail

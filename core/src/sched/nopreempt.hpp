@@ -7,10 +7,22 @@
 #include <cstdint>
 
 #include "g.hpp"
+#include "nugo/runtime.hpp"  // NUGO_TLS_IE, NUGO_INLINE_TLS
 
 namespace nugo::detail {
 
-G* getg();  // proc.cpp
+// The goroutine the calling thread runs: set by execute() (proc.cpp) with M::curg, null on
+// g0 between goroutines and on threads that are not Ms. A goroutine that moves to another
+// thread finds itself there too, so a value read before a switch is still right after it;
+// only a stale *address* of the slot would be wrong, and NUGO_TLS_IE (nugo/runtime.hpp) keeps
+// the compiler from reusing one. One load, so the preemption signal cannot split it.
+inline thread_local G* tls_g NUGO_TLS_IE = nullptr;
+
+#if NUGO_INLINE_TLS
+inline G* getg() { return tls_g; }
+#else
+G* getg();  // proc.cpp, in the no-preemption section
+#endif
 
 // G::locks's top bit: the preemption signal found this G inside runtime code (locks != 0)
 // and declined; the G yields when it leaves the runtime, at the release that brings the

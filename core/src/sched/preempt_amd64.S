@@ -71,14 +71,20 @@ nugo_async_preempt:
         jmp     2f
 1:      fxsave64 (%rsp)
 2:
-        // XSAVE and FXSAVE leave the registers as they were. Everything else does not care,
-        // but the x87 register stack does: the ABI wants it empty at every call, and a
-        // goroutine interrupted in x87 code leaves values on it. Run on with them and the
-        // runtime and the next goroutine on this thread (which jump_fcontext gives only the
-        // x87 control word, not the stack) start with fewer than 8 free registers, and the
-        // first deep enough x87 computation overflows into NaN. FNINIT empties the stack
-        // (and resets the control word, which jump_fcontext and our XRSTOR restore).
+        // XSAVE and FXSAVE leave the registers as they were, and the switch to the next
+        // goroutine carries no floating-point state (base/README.md, "The switch"): what the
+        // interrupted code left in force would be in force for the runtime and the next
+        // goroutine on this thread. The x87 register stack matters most: the ABI wants it
+        // empty at every call, and a goroutine interrupted in x87 code leaves values on it, so
+        // the next x87 computation deep enough overflows into NaN. FNINIT empties it and
+        // resets the x87 control word; LDMXCSR puts the default MXCSR back (round to nearest,
+        // exceptions masked, no flush-to-zero), so a rounding mode the goroutine set stays
+        // its own. XRSTOR below gives it all back.
         fninit
+        sub     $16, %rsp
+        movl    $0x1f80, (%rsp)
+        ldmxcsr (%rsp)
+        add     $16, %rsp
         call    nugo_async_preempt2
 
         cmpb    $0, nugo_have_xsave(%rip)

@@ -40,10 +40,6 @@ thread_local bool starting_runtime = false;
 thread_local bool tearing_down = false;
 
 namespace {
-thread_local M* tls_m = nullptr;
-}  // namespace
-
-namespace {
 
 // Foreign threads (no M) may call go(), goready() and WaitGroup::done() while run() is
 // returning. A foreign call counts itself in before it reads the instance; run_main
@@ -241,6 +237,7 @@ namespace {
 Next execute(M* m, G* gp, bool inherit_time) {
   P* pp = m->p;
   m->curg = gp;
+  tls_g = gp;
   gp->status.store(GStatus::running, rlx);
   bump(pp->stats.runs);  // runs_home is runs - runs_away, made at snapshot time
   if (gp->home != pp->node) [[unlikely]] bump(pp->stats.runs_away);
@@ -262,6 +259,7 @@ Next execute(M* m, G* gp, bool inherit_time) {
   sanitizer_finish_switch(m->g0san);
   gp->ctx = t.fctx;
   m->curg = nullptr;
+  tls_g = nullptr;
   if (!gp->stack.guarded) check_canary(gp);
   return reinterpret_cast<McallFn>(t.data)(m, gp);
 }
@@ -522,7 +520,7 @@ void ForeignCall::require(const char* what) const {
                            " within nugo::run)");
 }
 
-void note_foreign_thread() {
+void note_foreign_thread_slow() {
   if (!getm() && enter_foreign()) leave_foreign();
 }
 
@@ -552,14 +550,11 @@ bool can_spin(int iter) {
   return runqempty(m->p);
 }
 
-// Both in the no-preemption section: a signal between reading the M and reading its curg
-// could move the goroutine away and let another one become that M's curg.
+#if !NUGO_INLINE_TLS
+// Out of line, in the no-preemption section (nugo/runtime.hpp, NUGO_INLINE_TLS).
 NUGO_NOPREEMPT M* getm() { return tls_m; }
-
-NUGO_NOPREEMPT G* getg() {
-  M* m = tls_m;
-  return m ? m->curg : nullptr;
-}
+NUGO_NOPREEMPT G* getg() { return tls_g; }
+#endif
 
 #if NUGO_ASAN
 void check_lock_rule() {

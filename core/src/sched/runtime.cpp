@@ -216,6 +216,10 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   std::call_once(atfork_once, [] {
     if (int e = pthread_atfork(nullptr, nullptr, note_fork_in_child))
       fatal("pthread_atfork failed (%s)", std::strerror(e));
+    if (!fcontext_layout_ok())
+      fatal("this Boost.Context (%s) lays out a fresh context unlike Boost 1.74, which the "
+            "switch in core/src/base/switch_amd64.S was written for",
+            BOOST_LIB_VERSION);
   });
   std::unique_lock guard(run_mutex, std::try_to_lock);
   if (!guard.owns_lock()) throw std::logic_error("nugo::run: a runtime is already running");

@@ -168,19 +168,6 @@ bool StackPool::is_guard_address(const void* addr) const {
   return false;
 }
 
-Stack StackPool::from_free(FreeStack* f, std::size_t stack_size) {
-  char* hi = reinterpret_cast<char*>(f) + sizeof(FreeStack);
-  return Stack{hi - stack_size, hi, f->guarded, f->pool};
-}
-
-FreeStack* StackPool::to_free(const Stack& s) {
-  auto* f = reinterpret_cast<FreeStack*>(s.hi - sizeof(FreeStack));
-  f->next = nullptr;
-  f->guarded = s.guarded;
-  f->pool = s.pool;
-  return f;
-}
-
 long count_mappings() {
   std::ifstream in("/proc/self/maps");
   std::string line;

@@ -76,8 +76,19 @@ class StackPool {
   // reads only immutable slab geometry.
   bool is_guard_address(const void* addr) const;
 
-  static Stack from_free(FreeStack* f, std::size_t stack_size);
-  static FreeStack* to_free(const Stack& s);
+  // Inline: on every first run and every exit, and a Stack returned through memory from an
+  // out-of-line call was a store-forwarding stall in fork-join's profile (issue 29).
+  static Stack from_free(FreeStack* f, std::size_t stack_size) {
+    char* hi = reinterpret_cast<char*>(f) + sizeof(FreeStack);
+    return Stack{hi - stack_size, hi, f->guarded, f->pool};
+  }
+  static FreeStack* to_free(const Stack& s) {
+    auto* f = reinterpret_cast<FreeStack*>(s.hi - sizeof(FreeStack));
+    f->next = nullptr;
+    f->guarded = s.guarded;
+    f->pool = s.pool;
+    return f;
+  }
 
  private:
   FreeStack* carve();

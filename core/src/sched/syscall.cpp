@@ -97,12 +97,13 @@ void exitsyscall() {
   gp->status.store(GStatus::running, rlx);
 }
 
-// Never inlined (not even by LTO): the point is an address computed afresh at each call. And
-// never preempted: compiled position-independent, the read is three instructions (the thread
-// pointer, the variable's address, the load), and a goroutine moved to another thread between
-// the first and the last read the old thread's flag, which may be set by whatever runs there
-// (a false "inside a nugo::syscall body": 2 of 24 runs of the hostile programs at 50 us slices,
-// two at once, and once in CI). In the no-preemption section, as getg and getm are.
+// The read where NUGO_INLINE_TLS is 0 (nugo/runtime.hpp). Never inlined (not even by LTO): the
+// point is an address computed afresh at each call. And never preempted: without the
+// initial-exec model the read is three instructions (the thread pointer, the variable's
+// address, the load), and a goroutine moved to another thread between the first and the last
+// read the old thread's flag, which may be set by whatever runs there (a false "inside a
+// nugo::syscall body": 2 of 24 runs of the hostile programs at 50 us slices, two at once, and
+// once in CI). In the no-preemption section, as the out-of-line getg and getm are.
 NUGO_NOPREEMPT bool in_syscall_body_now() { return in_syscall_body; }
 
 void syscall_body_misuse(const char* call) {
