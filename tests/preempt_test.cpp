@@ -66,6 +66,20 @@ __attribute__((noinline)) void spin_frameless(const volatile bool* stop) {
 __attribute__((noinline, noipa)) int get_errno() { return errno; }
 __attribute__((noinline, noipa)) void set_errno(int v) { errno = v; }
 
+// The floating-point rounding mode as a goroutine finds it: the x87 control word's (what
+// fegetround reports) and MXCSR's (what SSE arithmetic uses), and the thread it runs on.
+constexpr unsigned kSseRounding = 0x6000, kSseUp = 0x4000;
+struct Rounding {
+  int tid = 0;
+  int x87 = -1;
+  unsigned sse = kSseRounding;
+  void look() {
+    tid = thread_id();
+    x87 = std::fegetround();
+    sse = _mm_getcsr() & kSseRounding;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("spinning goroutines without calls do not stop the main goroutine (TestAsyncPreempt)",
@@ -294,14 +308,11 @@ TEST_CASE("SSE, AVX2 and AVX-512 state survives thousands of preemptions bit for
 TEST_CASE("a rounding mode set before a preemption is in force after it, and not in the "
           "goroutine that ran meanwhile on the same thread",
           "[asyncpreempt][preempt][registers]") {
-  constexpr unsigned kRounding = 0x6000;  // MXCSR's rounding control
-  constexpr unsigned kUp = 0x4000;
   nugo::run(
       [&] {
         std::atomic<bool> set{false}, other_ran{false};
-        int spinner_x87 = -1, other_x87 = -1;
-        unsigned spinner_sse = 0, other_sse = kRounding;
-        int spinner_tid = 0, other_tid = 0;
+        int spinner_tid = 0;  // where it was preempted
+        Rounding spinner, other;
         nugo::WaitGroup wg;
         wg.add(2);
         nugo::go([&] {
@@ -309,25 +320,22 @@ TEST_CASE("a rounding mode set before a preemption is in force after it, and not
           spinner_tid = thread_id();
           set = true;
           spin_atomic(&other_ran);  // call-free: only the signal lets the other one run
-          spinner_x87 = std::fegetround();
-          spinner_sse = _mm_getcsr() & kRounding;
+          spinner.look();
           std::fesetround(FE_TONEAREST);
           wg.done();
         });
         while (!set) nugo::yield();  // it has set the mode and is spinning
         nugo::go([&] {
-          other_tid = thread_id();
-          other_x87 = std::fegetround();
-          other_sse = _mm_getcsr() & kRounding;
+          other.look();
           other_ran = true;
           wg.done();
         });
         wg.wait();
-        CHECK(other_tid == spinner_tid);  // one P: one thread ran both
-        CHECK(spinner_x87 == FE_UPWARD);
-        CHECK(spinner_sse == kUp);
-        CHECK(other_x87 == FE_TONEAREST);
-        CHECK(other_sse == 0);
+        CHECK(other.tid == spinner_tid);  // one P: one thread ran both
+        CHECK(spinner.x87 == FE_UPWARD);
+        CHECK(spinner.sse == kSseUp);
+        CHECK(other.x87 == FE_TONEAREST);
+        CHECK(other.sse == 0);
         CHECK(async_preemptions() > 0);
       },
       procs(1, 1ms));
@@ -338,22 +346,18 @@ TEST_CASE("a rounding mode set before a preemption is in force after it, and not
 // in Go). Documented in core/src/base/README.md; a goroutine must restore it before blocking.
 TEST_CASE("a rounding mode left in force across a yield is the next goroutine's on that thread",
           "[preempt][registers]") {
-  constexpr unsigned kRounding = 0x6000;  // MXCSR's rounding control
-  constexpr unsigned kUp = 0x4000;
   nugo::run(
       [&] {
         std::atomic<bool> other_ran{false};
-        int setter_tid = 0, other_tid = 0, other_x87 = -1;
-        unsigned other_sse = 0;
+        int setter_tid = 0;
+        Rounding other;
         nugo::WaitGroup wg;
         wg.add(2);
         nugo::go([&] {
           std::fesetround(FE_UPWARD);
           setter_tid = thread_id();
           nugo::go([&] {
-            other_tid = thread_id();
-            other_x87 = std::fegetround();
-            other_sse = _mm_getcsr() & kRounding;
+            other.look();
             other_ran = true;
             wg.done();
           });
@@ -362,9 +366,9 @@ TEST_CASE("a rounding mode left in force across a yield is the next goroutine's 
           wg.done();
         });
         wg.wait();
-        CHECK(other_tid == setter_tid);  // one P: one thread ran both
-        CHECK(other_x87 == FE_UPWARD);
-        CHECK(other_sse == kUp);
+        CHECK(other.tid == setter_tid);  // one P: one thread ran both
+        CHECK(other.x87 == FE_UPWARD);
+        CHECK(other.sse == kSseUp);
       },
       procs(1));
 }
