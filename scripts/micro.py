@@ -543,13 +543,13 @@ def comparison_rows(nugo: dict[str, Measurement], go: dict[str, Measurement],
 
 def table_footnotes(settings: Settings) -> list[str]:
     return [
-        "raw_switch_nugo is the same round trip with nugo's own jump, which the runtime "
-        "uses (core/src/base/switch_amd64.S: Boost's frame without the floating-point control "
-        "words); the yield target is still against Boost's, the floor it was set on.",
         "raw_switch is one Boost.Context jump_fcontext round trip, i.e. two jumps. One "
         "goroutine switch (yield) is also two jumps, goroutine -> scheduler -> next "
         "goroutine, so the target compares a switch with the round trip; the "
         "'vs one jump' row divides by round trip/2 instead, for full honesty.",
+        "raw_switch_nugo is the same round trip with nugo's own jump, which the runtime "
+        "uses (core/src/base/switch_amd64.S: Boost's frame without the floating-point control "
+        "words); the yield target is still against Boost's, the floor it was set on.",
         "Go: the twin in experiments/baselines/go, GOMAXPROCS = procs (-test.cpu). "
         "Fiber: Boost.Fiber, round_robin on one thread for procs:1, work_stealing "
         "on two spinning threads for procs:2.",

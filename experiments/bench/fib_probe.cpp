@@ -6,14 +6,15 @@
 // run queue, so a fork-join tree like fib runs about breadth-first: thousands of goroutines
 // are alive at once, each parked parent holding a stack, and every switch touches a G, a stack
 // top and a WaitGroup that have left the caches long ago. A task runtime that runs children
-// depth-first (oneTBB, OpenMP) keeps a tree's depth alive. This probe runs the workload's
-// fib (experiments/workloads/forkjoin.hpp) with a counter of live goroutines beside it:
-//   - fib(27) once per round: the sweep's tree, and its peak of live goroutines;
+// depth-first (oneTBB, OpenMP) keeps a tree's depth alive. This probe times the workload's
+// fib (experiments/workloads/forkjoin.hpp), interleaved:
+//   - fib(27) once per round: the sweep's tree;
 //   - fib(10) repeated to about as many goroutines: the same code with a live set that fits
 //     the caches.
 // The difference per goroutine is what the live set costs (issue 29's note, README
-// "Against the C++ runtimes"). The counter's atomics are in both, and cost alike. Prints one
-// JSON line per round, and the medians.
+// "Against the C++ runtimes"). Each measurement then counts its peak of live goroutines in an
+// untimed run of a copy of fib with a shared counter, whose atomics would distort the timing
+// at 2 Ps. Prints one JSON line per round, and the medians.
 #include <nugo/nugo.hpp>
 
 #include <algorithm>

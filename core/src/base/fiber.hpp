@@ -1,19 +1,28 @@
 // Context switching between the scheduler (g0, the M's own thread stack) and goroutines.
 //
-// Boost.Context's fcontext is the whole mechanism: jump_fcontext saves the callee-saved
-// registers on the current stack and returns, on the other side, the context it came from.
-// A context is one-shot: every jump hands back a fresh handle for the side that was left,
-// which is why callers store t.fctx right after each jump.
+// Boost.Context's fcontext is the mechanism: a context is a frame of callee-saved registers
+// on a stack, and jump_fcontext saves one on the current stack and returns, on the other side,
+// the context it came from. A context is one-shot: every jump hands back a fresh handle for
+// the side that was left, which is why callers store t.fctx right after each jump.
 //
-// The jump is our own (switch_amd64.S), in Boost 1.74's frame layout, so that Boost's
-// make_fcontext and ontop_fcontext work with it unchanged. It leaves out what Go's gogo leaves
-// out: the floating-point control state (MXCSR, the x87 control word), which Boost saves and
-// loads at every switch and which cost over half of each switch (issue 29's profile). So, as
-// in Go, the floating-point environment belongs to the thread (base/README.md, "The switch"):
-// a goroutine that changes the rounding mode or the exception masks must put them back before
-// it blocks or yields, or the next goroutine on that thread, and the runtime's own code, run
-// with them; MXCSR's sticky exception flags are the thread's too. Preemption by signal is
-// exempt: it saves and restores the whole extended state (sched/preempt_amd64.S).
+// With Boost 1.74 the jump is our own (switch_amd64.S), in Boost's frame layout, so that
+// Boost's make_fcontext and ontop_fcontext work with it unchanged. It leaves out what Go's
+// gogo leaves out: the floating-point control state (MXCSR, the x87 control word), which Boost
+// saves and loads at every switch and which cost over half of each switch (issue 29's
+// profile). So, as in Go, the floating-point environment belongs to the thread (base/README.md,
+// "The switch"): a goroutine that changes the rounding mode or the exception masks must put
+// them back before it blocks or yields, or the next goroutine on that thread, and the
+// runtime's own code, run with them; MXCSR's sticky exception flags are the thread's too.
+// Preemption is exempt, by signal or cooperative: it keeps the goroutine's state and hands the
+// thread on in the defaults (FpControl below).
+//
+// Under AddressSanitizer every switch must be announced (start) and acknowledged (finish),
+// otherwise ASan believes the thread's stack pointer ran off its stack and reports garbage.
+// Under ThreadSanitizer every goroutine is a fiber of its own (created at its first run,
+// destroyed when it exits) and every g0 is its thread's own fiber; a switch to a fiber,
+// announced just before the jump, is a happens-before edge from the side left to the side
+// entered, which is what a switch is. Outside sanitizer builds these helpers compile to
+// nothing.
 #pragma once
 
 #include <boost/context/detail/fcontext.hpp>
@@ -55,9 +64,33 @@ using boost::context::detail::jump_fcontext;
 inline void set_default_fp_control([[maybe_unused]] fcontext_t ctx) {
 #if NUGO_OWN_JUMP
   auto* slot = static_cast<std::uint32_t*>(ctx);
-  slot[0] = 0x1f80;  // MXCSR
+  slot[0] = 0x1f80;  // MXCSR (kDefaultFpControl)
   slot[1] = 0x037f;  // the x87 control word, and two bytes of padding
 #endif
+}
+
+// The floating-point control state the switch does not carry: MXCSR (SSE's rounding mode,
+// exception masks and sticky flags) and the x87 control word. A preemption, whatever path it
+// takes, keeps the goroutine's and hands the thread on in the defaults: the signal's
+// trampoline through XSAVE (sched/preempt_amd64.S), the cooperative yield of a goroutine whose
+// slice is over with these (sched/preempt.cpp, yield_preempted). An M starts in the defaults
+// too, whatever the goroutine that created its thread had set (clone copies the registers).
+struct FpControl {
+  std::uint32_t mxcsr;
+  std::uint16_t x87;
+};
+inline constexpr FpControl kDefaultFpControl{0x1f80, 0x037f};
+
+inline FpControl fp_control() {
+  FpControl c;
+  asm volatile("stmxcsr %0" : "=m"(c.mxcsr));
+  asm volatile("fnstcw %0" : "=m"(c.x87));
+  return c;
+}
+
+inline void set_fp_control(const FpControl& c) {
+  asm volatile("ldmxcsr %0" : : "m"(c.mxcsr));
+  asm volatile("fldcw %0" : : "m"(c.x87));
 }
 
 // Whether make_fcontext lays out a fresh context as switch_amd64.S expects: a 64-byte frame at

@@ -16,11 +16,11 @@
 //   [rsp+0x08]  r12, r13, r14, r15, rbx, rbp
 //   [rsp+0x38]  the return address
 //
-// Boost saves MXCSR and the x87 control word at every switch and loads them back: fnstcw and
-// fldcw alone were over half the switch's samples in a profile of fork-join (issue 29). Go's
+// Boost saves MXCSR and the x87 control word at every switch and loads them back: fnstcw alone
+// was 60% of the switch's samples in a profile of fork-join (issue 29). Go's
 // gogo keeps neither: the floating-point environment belongs to the thread, not to the
-// goroutine. The preemption signal's path (sched/preempt_amd64.S) saves the whole extended
-// state and hands the thread on in the default environment, so preemption stays invisible.
+// goroutine. A preemption keeps the goroutine's and hands the thread on in the defaults (the
+// signal's path in sched/preempt_amd64.S, the cooperative one in sched/preempt.cpp).
 //
 // In the no-preemption section: a switch half done is no place to stop. (Every switch also
 // runs with G::locks raised, which is what kept Boost's jump, linked statically into the

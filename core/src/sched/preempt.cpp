@@ -258,11 +258,16 @@ bool preempt_due(G* gp) {
   return due;
 }
 
-// The cooperative yield of a goroutine whose slice is over. errno is carried to whichever
-// thread resumes it, as at a preemption by signal.
+// The cooperative yield of a goroutine whose slice is over. errno and the floating-point
+// control state (fiber.hpp, FpControl) are carried to whichever thread resumes it, and the
+// thread goes on in the default control state, as at a preemption by signal: the goroutine
+// did not choose this point, so it could not have put its rounding mode back first.
 void yield_preempted() {
   int saved_errno = thread_errno();
+  FpControl saved_fp = fp_control();
+  set_fp_control(kDefaultFpControl);
   gopreempt(false);
+  set_fp_control(saved_fp);
   set_thread_errno(saved_errno);
 }
 

@@ -600,6 +600,7 @@ void schedule(M* m) {
 }  // namespace
 
 void mstart(M* m) {
+  set_fp_control(kDefaultFpControl);  // not what the thread that made it had set (fiber.hpp)
   tls_m = m;
   m->tid = static_cast<int>(gettid());
   install_sigaltstack(m);

@@ -217,8 +217,9 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     if (int e = pthread_atfork(nullptr, nullptr, note_fork_in_child))
       fatal("pthread_atfork failed (%s)", std::strerror(e));
     if (!fcontext_layout_ok())
-      fatal("this Boost.Context (%s) lays out a fresh context unlike Boost 1.74, which the "
-            "switch in core/src/base/switch_amd64.S was written for",
+      fatal("libboost_context lays out a fresh context unlike Boost %s's headers say (a "
+            "patched or mismatched library?): the switch in core/src/base/switch_amd64.S was "
+            "written for Boost 1.74's frame",
             BOOST_LIB_VERSION);
   });
   std::unique_lock guard(run_mutex, std::try_to_lock);
