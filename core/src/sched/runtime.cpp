@@ -217,8 +217,8 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     if (int e = pthread_atfork(nullptr, nullptr, note_fork_in_child))
       fatal("pthread_atfork failed (%s)", std::strerror(e));
     if (!fcontext_layout_ok())
-      fatal("libboost_context lays out a fresh context unlike Boost %s's headers say (a "
-            "patched or mismatched library?): the switch in core/src/base/switch_amd64.S was "
+      fatal("libboost_context lays out a fresh context otherwise than Boost %s's headers "
+            "describe (a patched or mismatched library?): the switch in core/src/base/switch_amd64.S was "
             "written for Boost 1.74's frame",
             BOOST_LIB_VERSION);
   });
