@@ -86,7 +86,7 @@ TEST_CASE("overflow moves half the ring plus the new G to the global queue in on
   CHECK(tp.domain.runqsize.load() == static_cast<int>(kRunqSize / 2 + 1));
   // Order is kept: the oldest half went first, then the new G.
   std::vector<G*> global;
-  for (const auto& e : tp.domain.runq) global.push_back(e.gp());
+  for (std::uint32_t i = 0; i < tp.domain.runq.size(); ++i) global.push_back(tp.domain.runq[i].gp());
   REQUIRE(global.size() == kRunqSize / 2 + 1);
   for (std::uint32_t i = 0; i < kRunqSize / 2; ++i) CHECK(global[i] == &gs[i]);
   CHECK(global.back() == &gs[kRunqSize]);
@@ -164,6 +164,50 @@ TEST_CASE("concurrent thieves and the owner lose and duplicate nothing", "[runq]
   done = true;
   a.join();
   b.join();
-  for (const auto& e : owner.domain.runq) ++seen[e.gp() - gs.data()];
+  for (std::uint32_t i = 0; i < owner.domain.runq.size(); ++i)
+    ++seen[owner.domain.runq[i].gp() - gs.data()];
   for (int i = 0; i < kN; ++i) REQUIRE(seen[i].load() == 1);
+}
+
+TEST_CASE("the global queue's ring keeps FIFO order through wrap-around, growth and shrinking",
+          "[runq]") {
+  Domain::EntryRing ring;
+  std::vector<G> gs(10000);
+  std::uint32_t next_in = 0, next_out = 0;
+  auto put = [&](std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n; ++i, ++next_in)
+      ring.push_back({&gs[next_in % gs.size()], static_cast<int>(next_in % 7) - 1});
+  };
+  auto take = [&](std::uint32_t n) {
+    REQUIRE(ring.size() >= n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      CHECK(ring[i].gp() == &gs[(next_out + i) % gs.size()]);
+      CHECK(ring[i].node() == static_cast<int>((next_out + i) % 7) - 1);
+    }
+    ring.pop_front(n);
+    next_out += n;
+  };
+  // Around the first ring many times, never full.
+  for (int round = 0; round < 100; ++round) {
+    put(200);
+    take(150);
+    take(50);
+  }
+  CHECK(ring.empty());
+  // Half full, then past several doublings with the head in the middle of the ring.
+  put(100);
+  take(60);
+  put(9000);
+  CHECK(ring.size() == 9040);
+  CHECK(ring.front().gp() == &gs[next_out % gs.size()]);
+  take(4000);
+  put(500);
+  take(5540);
+  CHECK(ring.empty());
+  // Drained after a burst: back to the first size, and still in order.
+  put(300);
+  take(1);
+  take(299);
+  CHECK(ring.empty());
+  CHECK(next_in == next_out);
 }

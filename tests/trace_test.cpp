@@ -1,7 +1,8 @@
 // The execution tracer's interface (nugo/trace.hpp): start and stop from goroutines while the
 // scheduler runs, the errors, the cap, discard. The whole-run traces are checked against the
 // statistics by scripts/trace_check.py (tests/CMakeLists.txt); here the files get the checks
-// a C++ test can make without a JSON parser: the frame, and a begin for every end.
+// a C++ test can make without a JSON parser: the frame, and a begin for every end; and the
+// temporary file's records on their own.
 #include <unistd.h>
 
 #include <atomic>
@@ -11,13 +12,16 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nugo/nugo.hpp>
 #include <nugo/trace.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "child_process.hpp"
+#include "trace_file.hpp"  // the records, tested without a runtime at the end
 
 namespace {
 
@@ -222,4 +226,106 @@ TEST_CASE("NUGO_TRACE and NUGO_TRACE_MAX: bad values are named, with exit 2", "[
     CHECK(m.exit_code == 2);
     CHECK(m.output.find("NUGO_TRACE_MAX") != std::string::npos);
   }
+}
+
+// ---- the temporary file's records (obs/trace_file.hpp), without a runtime ----
+
+
+namespace {
+
+using nugo::detail::ChunkReader;
+using nugo::detail::Ev;
+using nugo::detail::Event;
+using nugo::detail::TraceBuf;
+
+bool same(const Event& a, const Event& b) {
+  return a.ts == b.ts && a.kind == b.kind && a.b == b.b && a.p == b.p && a.x == b.x &&
+         a.g == b.g && a.arg == b.arg;
+}
+
+}  // namespace
+
+TEST_CASE("trace records: short and long forms come back as written, in one or two slots",
+          "[trace]") {
+  auto buf = std::make_unique<TraceBuf>();
+  const std::uint64_t t0 = 0x1234'5678'9abcull;
+  const std::vector<Event> written = {
+      {t0, Ev::go_start, 0, 3, 7, 42, 0},                          // short
+      {t0, Ev::go_stop, 4, 3, 0xffff, (1ll << 48) - 1, 0},          // short, at its limits
+      {t0 + 0xffffffffull, Ev::m_park, 0, -1, 0, 0, 0},             // short: no P, the widest delta
+      {t0 + 0xffffffffull, Ev::go_stop, 0, 2, 0, -5, 0},           // a negative g: long
+      {t0 + 0x100000005ull, Ev::go_create, 0, -1, 2, 43, 42},      // an arg: long
+      {t0 + 0x100000006ull, Ev::go_start, 0, 0, 0x10000, 43, 0},   // x too wide: long
+      {t0 + 0x100000007ull, Ev::go_stop, 4, 0, 0, 1ll << 48, 0},    // g too wide: long
+      {t0 + 0x200000007ull, Ev::m_park, 0, -1, 0, 0, 0},           // a delta of 2^32: long
+      {t0 + 0x200000008ull, Ev::poll, 2, -1, 0xffffffff, 0, ~0ull}, // every bit of x and arg
+  };
+  const std::uint32_t slots[] = {1, 1, 1, 2, 2, 2, 2, 2, 2};
+  std::uint32_t n = 0;
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    CHECK(buf->put(written[i]) == written[i].ts);
+    n += slots[i];
+    CHECK(buf->n == n);
+  }
+  CHECK(buf->records == written.size());
+  CHECK(buf->base == t0);
+  ChunkReader reader(buf->slot, buf->slot + buf->n, buf->base);
+  for (const Event& w : written) {
+    REQUIRE(!reader.done());
+    Event e{};
+    REQUIRE(reader.next(&e));
+    INFO("kind " << static_cast<int>(w.kind) << ", g " << w.g);
+    CHECK(same(e, w));
+  }
+  CHECK(reader.done());
+}
+
+TEST_CASE("trace records: a clock read earlier than the M's last record is recorded at the last, "
+          "in the next chunk too",
+          "[trace]") {
+  auto read = [](const TraceBuf& b) {
+    ChunkReader reader(b.slot, b.slot + b.n, b.base);
+    std::vector<std::uint64_t> ts;
+    for (Event e{}; !reader.done();) {
+      REQUIRE(reader.next(&e));
+      ts.push_back(e.ts);
+    }
+    return ts;
+  };
+  auto buf = std::make_unique<TraceBuf>();
+  CHECK(buf->put({1000, Ev::go_start, 0, 0, 0, 1, 0}) == 1000);
+  CHECK(buf->put({990, Ev::go_stop, 0, 0, 0, 1, 0}) == 1000);  // another CPU's lagging counter
+  CHECK(buf->put({1010, Ev::go_start, 0, 0, 0, 2, 0}) == 1010);
+  CHECK(read(*buf) == std::vector<std::uint64_t>{1000, 1000, 1010});
+  // The M's next chunk goes on from the last time (next_buffer, trace.cpp).
+  auto next = std::make_unique<TraceBuf>();
+  next->last = buf->last;
+  CHECK(next->put({1005, Ev::go_stop, 0, 0, 0, 2, 0}) == 1010);
+  CHECK(next->put({1020, Ev::go_start, 0, 0, 0, 3, 0}) == 1020);
+  CHECK(next->base == 1010);
+  CHECK(read(*next) == std::vector<std::uint64_t>{1010, 1020});
+}
+
+TEST_CASE("trace records: a buffer is full while a long record might not fit, and a cut-off "
+          "record or an unknown kind is refused",
+          "[trace]") {
+  auto buf = std::make_unique<TraceBuf>();
+  std::uint32_t records = 0;
+  while (!buf->full()) {
+    buf->put({100, Ev::go_create, 0, 0, 0, 5, 4});  // long: two slots each
+    ++records;
+  }
+  CHECK(buf->n <= nugo::detail::kSlots);
+  CHECK(buf->n + 2 > nugo::detail::kSlots);
+  CHECK(records == nugo::detail::kSlots / 2);
+
+  ChunkReader cut(buf->slot, buf->slot + 1, buf->base);  // the first slot of a long record
+  Event e{};
+  CHECK_FALSE(cut.next(&e));
+
+  nugo::detail::Slot bad = buf->slot[0];  // a long record's first slot, made short and unknown
+  bad.head = (bad.head & ~(std::uint64_t{0xff} << 32)) |
+             std::uint64_t{static_cast<std::uint8_t>(nugo::detail::kLastEv) + 1u} << 32;
+  ChunkReader unknown(&bad, &bad + 1, 0);
+  CHECK_FALSE(unknown.next(&e));
 }

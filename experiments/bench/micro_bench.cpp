@@ -64,9 +64,7 @@ void round_trips(benchmark::State& state) {
   munmap(stack, kStack);
 }
 
-ctx::transfer_t boost_jump(ctx::fcontext_t to, void* data) { return ctx::jump_fcontext(to, data); }
-
-void raw_switch(benchmark::State& state) { round_trips<boost_jump>(state); }
+void raw_switch(benchmark::State& state) { round_trips<ctx::jump_fcontext>(state); }
 #if BOOST_VERSION == 107400
 void raw_switch_nugo(benchmark::State& state) { round_trips<nugo_jump_fcontext>(state); }
 #endif

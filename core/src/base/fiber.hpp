@@ -58,20 +58,6 @@ inline transfer_t jump_fcontext(fcontext_t to, void* data) { return nugo_jump_fc
 using boost::context::detail::jump_fcontext;
 #endif
 
-// Boost's ontop_fcontext loads MXCSR and the x87 control word from the frame it enters, and
-// our jump leaves that slot as it found it: before an ontop_fcontext into a context our jump
-// saved, put the defaults there (round to nearest, every exception masked).
-// Not instrumented: the slot lies at the parked goroutine's saved stack pointer, in a frame
-// only assembly wrote.
-__attribute__((no_sanitize("address"))) inline void set_default_fp_control(
-    [[maybe_unused]] fcontext_t ctx) {
-#if NUGO_OWN_JUMP
-  auto* slot = static_cast<std::uint32_t*>(ctx);
-  slot[0] = 0x1f80;  // MXCSR (kDefaultFpControl)
-  slot[1] = 0x037f;  // the x87 control word, and two bytes of padding
-#endif
-}
-
 // The floating-point control state the switch does not carry: MXCSR (SSE's rounding mode,
 // exception masks and sticky flags) and the x87 control word. A preemption, whatever path it
 // takes, keeps the goroutine's and hands the thread on in the defaults: the signal's
@@ -83,6 +69,20 @@ struct FpControl {
   std::uint16_t x87;
 };
 inline constexpr FpControl kDefaultFpControl{0x1f80, 0x037f};
+
+// Boost's ontop_fcontext loads MXCSR and the x87 control word from the frame it enters, and
+// our jump leaves that slot as it found it: before an ontop_fcontext into a context our jump
+// saved, put the defaults there (round to nearest, every exception masked).
+// Not instrumented: the slot lies at the parked goroutine's saved stack pointer, in a frame
+// only assembly wrote.
+__attribute__((no_sanitize("address"))) inline void set_default_fp_control(
+    [[maybe_unused]] fcontext_t ctx) {
+#if NUGO_OWN_JUMP
+  auto* slot = static_cast<std::uint32_t*>(ctx);
+  slot[0] = kDefaultFpControl.mxcsr;
+  slot[1] = kDefaultFpControl.x87;  // and two bytes of padding
+#endif
+}
 
 inline FpControl fp_control() {
   FpControl c;

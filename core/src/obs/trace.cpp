@@ -1,10 +1,11 @@
 // The execution tracer (nugo/trace.hpp; core/README.md, "Execution tracer").
 //
-// Recording. Each M appends 32-byte records to a buffer of its own (M::trace_buf), which only
-// its thread writes, with plain stores. A full buffer goes on a lock-free stack for the writer
-// thread, which appends it to a temporary file beside the trace (unlinked at once) and puts it
-// back in the pool; the M takes a fresh buffer from the pool, under a mutex, once every
-// kEvents records, allocating only while the pool is empty. Threads without an M (sysmon, threads
+// Recording. Each M appends records of one or two 16-byte slots (trace_file.hpp) to a buffer of
+// its own (M::trace_buf), which only its thread writes, with plain stores. A full buffer goes on
+// a lock-free stack for the writer thread, which appends it to a temporary file beside the
+// trace (unlinked at once) and puts it back in the pool; the M takes a fresh buffer from the
+// pool, under a mutex, once every 2,046 to 4,091 records, allocating only while the pool is
+// empty. Threads without an M (sysmon, threads
 // outside nugo) share one buffer under a mutex; they record rarely. However long the trace,
 // memory holds a few buffers per M.
 //
@@ -135,6 +136,8 @@ struct Session : TraceFile {
     }
     b->m = m;
     b->n = 0;
+    b->records = 0;
+    b->last = 0;
     b->next = nullptr;
     return b;
   }
@@ -160,10 +163,10 @@ Session* cur = nullptr;
 
 void write_chunk(Session* s, const TraceBuf* b) {
   if (b->n == 0 || s->write_errno) return;
-  std::uint32_t header[4] = {kChunkMagic, b->m, b->n, 0};
-  write_all(s->raw_fd, header, sizeof header, &s->write_errno);
-  write_all(s->raw_fd, b->ev, b->n * sizeof(Event), &s->write_errno);
-  s->raw_bytes += sizeof header + b->n * sizeof(Event);
+  const ChunkHeader header{kChunkMagic, b->m, b->n, b->records, b->base};
+  write_all(s->raw_fd, &header, sizeof header, &s->write_errno);
+  write_all(s->raw_fd, b->slot, b->n * sizeof(Slot), &s->write_errno);
+  s->raw_bytes += sizeof header + b->n * sizeof(Slot);
 }
 
 // The writer thread: full buffers to the temporary file, and the cap.
@@ -194,7 +197,7 @@ void writer_main(Session* s) {
     for (TraceBuf* b = ordered; b;) {
       TraceBuf* next = b->next;
       write_chunk(s, b);
-      s->events_recorded += b->n;
+      s->events_recorded += b->records;
       s->put_buffer(b);
       b = next;
     }
@@ -215,23 +218,35 @@ void writer_main(Session* s) {
   }
 }
 
-void shared_event(const Event& e) {
+[[gnu::noinline]] void shared_event(const Event& e) {
   std::lock_guard lock(shared_mu);
   if (!trace_on.load(std::memory_order_acquire) || !cur) return;
   Session* s = cur;
-  if (!s->shared || s->shared->n == kEvents) {
+  if (!s->shared || s->shared->full()) {
     if (s->shared) s->push_full(s->shared);
     s->shared = s->get_buffer(kNoM);
   }
-  Event& r = s->shared->ev[s->shared->n++];
-  r = e;
+  Event r = e;
   r.ts = ticks();  // under the lock: the shared buffer stays in time order
+  s->shared->put(r);
+}
+
+// The M's next buffer: the first of this trace, or a fresh one for a full one.
+[[gnu::noinline]] TraceBuf* next_buffer(M* m) {
+  TraceBuf* full = m->trace_buf;
+  if (!full) m->trace_lent = 0;  // the M's first record of this trace: a loan would be an older trace's
+  TraceBuf* next = m->trace_buf = cur->get_buffer(static_cast<std::uint32_t>(m->id));
+  if (full) {
+    next->last = full->last;  // the M's clock goes on from there
+    cur->push_full(full);
+  }
+  return next;
 }
 
 }  // namespace
 
 void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_t x,
-                 std::uint8_t b) {
+                 std::uint8_t b, Stamp stamp) {
   M* m = getm();
   if (!m) return shared_event({0, kind, b, static_cast<std::int16_t>(p), x, g, arg});
   if (trace_fence_by_membarrier.load(rlx)) {
@@ -245,12 +260,11 @@ void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_
     return;
   }
   TraceBuf* buf = m->trace_buf;
-  if (!buf || buf->n == kEvents) [[unlikely]] {
-    if (buf) cur->push_full(buf);
-    buf = m->trace_buf = cur->get_buffer(static_cast<std::uint32_t>(m->id));
-  }
-  buf->ev[buf->n] = {ticks(), kind, b, static_cast<std::int16_t>(p), x, g, arg};
-  ++buf->n;
+  if (!buf || buf->full()) [[unlikely]] buf = next_buffer(m);
+  const std::uint64_t lent = m->trace_lent;
+  const std::uint64_t ts = stamp == Stamp::borrow && lent ? lent : ticks();
+  const std::uint64_t at = buf->put({ts, kind, b, static_cast<std::int16_t>(p), x, g, arg});
+  m->trace_lent = stamp == Stamp::lend ? at : 0;
   m->trace_busy.store(0, std::memory_order_release);
 }
 

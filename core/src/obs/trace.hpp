@@ -1,6 +1,6 @@
 // The execution tracer's recording side: what the scheduler calls (core/README.md, "Execution
 // tracer"). Each call site is one relaxed load and a predicted branch while no trace is being
-// recorded; while one is, trace_event appends a 32-byte record to the calling M's buffer
+// recorded; while one is, trace_event appends a 16- or 32-byte record to the calling M's buffer
 // (trace.cpp) without a lock or an allocation, and trace_json.cpp turns the records into
 // Chrome trace-event JSON when the trace stops.
 //
@@ -34,6 +34,15 @@ enum class Ev : std::uint8_t {
   timer_fire,     // p ran x due timers
   poll,           // the network poller readied x goroutines; b: PollFrom
 };
+inline constexpr Ev kLastEv = Ev::poll;
+
+// A record's time. Most records read the clock; a go_stop that the scheduler follows at once
+// with the next start on the same M, with nothing between but its own bookkeeping and a pop
+// from the local run queue (goexit0, park_m, goyield_m), lends its time to that go_start,
+// which borrows it: one clock read for the two (about 13 ns here, the largest part of a
+// record). Any other record on the M, and every path of the scheduler that can wait (a lock
+// of the domain, stealing, sleeping), takes the loan back (M::trace_lent).
+enum class Stamp : std::uint8_t { own, lend, borrow };
 
 enum class StopWhy : std::uint8_t { end, yield, preempt_signal, preempt_cooperative, block };
 enum class UnblockBy : std::uint8_t { goroutine, scheduler, thread };  // who called goready
@@ -42,13 +51,13 @@ enum class PollFrom : std::uint8_t { findrunnable, idle_m, sysmon };
 extern std::atomic<bool> trace_on;
 
 void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_t x,
-                 std::uint8_t b);
+                 std::uint8_t b, Stamp stamp = Stamp::own);
 
 inline bool tracing() { return trace_on.load(std::memory_order_relaxed); }
 
 inline void traceev(Ev kind, int p, std::int64_t g, std::uint64_t arg = 0, std::uint32_t x = 0,
-                    std::uint8_t b = 0) {
-  if (tracing()) [[unlikely]] trace_event(kind, p, g, arg, x, b);
+                    std::uint8_t b = 0, Stamp stamp = Stamp::own) {
+  if (tracing()) [[unlikely]] trace_event(kind, p, g, arg, x, b, stamp);
 }
 
 // run() starts a trace from Config::trace_path before the main goroutine exists, and stops

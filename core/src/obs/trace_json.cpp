@@ -338,23 +338,36 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
     base = static_cast<const char*>(p);
     madvise(p, s->raw_bytes, MADV_SEQUENTIAL);
   }
+  struct Unmap {
+    const char* base;
+    std::uint64_t bytes;
+    ~Unmap() {
+      if (base) munmap(const_cast<char*>(base), bytes);
+    }
+  } unmap{base, s->raw_bytes};
+  // A chunk's records come out of it one at a time (ChunkReader), in time order: the
+  // recorder never lets a chunk's clock go back.
   struct Run {
-    const Event* at;
-    const Event* end;
+    ChunkReader reader;
+    Event head;  // the next record
     std::uint32_t m;
-    std::uint64_t floor;  // the run's last timestamp: a thread's clock never goes back
   };
   std::vector<Run> runs;
   std::vector<std::uint32_t> ms;
   bool other = false;
   for (std::uint64_t off = 0; off < s->raw_bytes;) {
-    std::uint32_t header[4];
-    std::memcpy(header, base + off, sizeof header);
-    if (header[0] != kChunkMagic) return "the temporary file is corrupt";
-    const Event* first = reinterpret_cast<const Event*>(base + off + sizeof header);
-    runs.push_back({first, first + header[2], header[1], 0});
-    if (header[1] == kNoM) other = true; else ms.push_back(header[1]);
-    off += sizeof header + header[2] * sizeof(Event);
+    ChunkHeader header;
+    if (s->raw_bytes - off < sizeof header) return "the temporary file is corrupt";
+    std::memcpy(&header, base + off, sizeof header);
+    const std::uint64_t bytes = sizeof header + std::uint64_t{header.slots} * sizeof(Slot);
+    if (header.magic != kChunkMagic || header.slots == 0 || bytes > s->raw_bytes - off)
+      return "the temporary file is corrupt";
+    const Slot* first = reinterpret_cast<const Slot*>(base + off + sizeof header);
+    Run run{ChunkReader(first, first + header.slots, header.base), {}, header.m};
+    if (!run.reader.next(&run.head)) return "the temporary file is corrupt";
+    runs.push_back(run);
+    if (header.m == kNoM) other = true; else ms.push_back(header.m);
+    off += bytes;
   }
   std::sort(ms.begin(), ms.end());
   ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
@@ -362,23 +375,27 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
   out.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
   Converter conv(*s, out, ns_per_tick);
   conv.metadata(ms, other);
-  auto ts_of = [&](std::size_t r) { return std::max(runs[r].at->ts, runs[r].floor); };
   auto later = [&](std::size_t a, std::size_t b) {
-    std::uint64_t ta = ts_of(a), tb = ts_of(b);
+    std::uint64_t ta = runs[a].head.ts, tb = runs[b].head.ts;
     return ta != tb ? ta > tb : a > b;
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heap(later);
-  for (std::size_t r = 0; r < runs.size(); ++r)
-    if (runs[r].at != runs[r].end) heap.push(r);
+  for (std::size_t r = 0; r < runs.size(); ++r) heap.push(r);
   bool truncated = s->capped.load() && !s->write_errno;
   std::uint64_t events = 0;
+  std::string error;
   while (!heap.empty()) {
     std::size_t r = heap.top();
     heap.pop();
-    Event e = *runs[r].at;
-    e.ts = runs[r].floor = ts_of(r);
-    ++runs[r].at;
-    if (runs[r].at != runs[r].end) heap.push(r);
+    const Event e = runs[r].head;
+    if (!runs[r].reader.done()) {
+      if (!runs[r].reader.next(&runs[r].head)) {
+        error = "the temporary file is corrupt";
+        truncated = true;  // the JSON written so far stays valid, and says it is not whole
+        break;
+      }
+      heap.push(r);
+    }
     if (!conv.event(e, runs[r].m)) {
       truncated = true;
       std::fprintf(stderr, "nugo: trace: %s reached its cap of %zu bytes (NUGO_TRACE_MAX); the "
@@ -388,7 +405,6 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
     ++events;
   }
   conv.finish();
-  if (base) munmap(const_cast<char*>(base), s->raw_bytes);
   out.raw(fmt("\n],\n\"otherData\":{\"generator\":\"nugo\",\"version\":1,\"mode\":\"%s\","
               "\"topology\":%s,\"emulated\":%s,\"procs\":%zu,\"clock\":\"%s\",\"records\":%llu,"
               "\"truncated\":%s,\"repaired\":%llu}}\n",
@@ -398,7 +414,7 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
               static_cast<unsigned long long>(conv.repaired())));
   out.flush();
   if (out.error()) return std::string("cannot write it: ") + std::strerror(out.error());
-  return {};
+  return error;
 }
 
 }  // namespace nugo::detail

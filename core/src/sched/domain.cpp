@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "fatal.hpp"
 #include "sched.hpp"
@@ -26,17 +28,17 @@ constexpr auto sc = std::memory_order_seq_cst;
 // runqsize is written only under the domain lock and read without it as a hint, so the
 // writes are plain stores, not atomic read-modify-writes.
 void globrunqput(Domain* d, G* gp, int node) {
-  d->runq.emplace_back(gp, node);
+  d->runq.push_back({gp, node});
   d->runqsize.store(d->runqsize.load(rlx) + 1, rlx);
 }
 
 void globrunqputbatch(Domain* d, G* const* batch, int n, int node) {
-  for (int i = 0; i < n; ++i) d->runq.emplace_back(batch[i], node);
+  for (int i = 0; i < n; ++i) d->runq.push_back({batch[i], node});
   d->runqsize.store(d->runqsize.load(rlx) + n, rlx);
 }
 
 void pinnedput(Domain* d, G* gp, int node) {
-  d->pinned.emplace_back(gp, node);
+  d->pinned.push_back({gp, node});
   // seq_cst: the submitter's half of the StoreLoad protocol with a spinner of d (wakep_home
   // then reads npidle), formally, not only through the lock's release on x86.
   d->npinned.store(d->npinned.load(rlx) + 1, std::memory_order_seq_cst);
@@ -60,21 +62,47 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   // runqputslow, which would take pp's domain lock (the one we hold, if d is pp's).
   int size = d->runqsize.load(rlx);
   if (size == 0) return nullptr;
-  int n = std::min<int>(size, size / static_cast<int>(d->ps.size()) + 1);
+  // Go's share, size / Ps + 1; with one P that is all of it, without a division (an idiv is a
+  // tenth of a yield).
+  const int nps = static_cast<int>(d->ps.size());
+  int n = nps == 1 ? size : std::min(size, size / nps + 1);
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
   for (int i = 0; i < n; ++i) {
-    const Domain::Entry& e = d->runq[i];
+    const Domain::Entry& e = d->runq[static_cast<std::uint32_t>(i)];
     if (adopt_node >= 0) [[unlikely]]  // the lock holder's G to change
       e.gp()->home = static_cast<std::int16_t>(adopt_node);
     if (e.node() != pp->node) [[unlikely]] count_moved_remote(pp, e.node(), 1);
     if (i > 0) runqput(pp, e.gp(), false);
   }
   G* gp = d->runq.front().gp();
-  d->runq.erase(d->runq.begin(), d->runq.begin() + n);
+  d->runq.pop_front(static_cast<std::uint32_t>(n));
   bump(d == pp->domain ? pp->stats.globrunq_own : pp->stats.globrunq_remote);
   return gp;
+}
+
+// Doubling copies the queue under the domain's lock: amortized a copy per put, but a burst of
+// millions of goroutines queued at once pauses the domain for the last copy (a millisecond per
+// 16 million), where a std::deque allocated a block per 64 puts.
+void Domain::EntryRing::grow() {
+  const std::uint32_t n = size();
+  if (n >= std::uint32_t{1} << 30)
+    fatal("the global run queue holds %u goroutines: its ring cannot grow further", n);
+  auto grown = std::make_unique_for_overwrite<Entry[]>(2 * std::size_t{n});
+  for (std::uint32_t i = 0; i < n; ++i) grown[i] = (*this)[i];
+  buf_ = std::move(grown);
+  head_ = 0;
+  tail_ = n;
+  mask_ = 2 * n - 1;
+}
+
+void Domain::EntryRing::shrink() {
+  Entry* small = new (std::nothrow) Entry[kFirst];
+  if (!small) return;
+  buf_.reset(small);
+  head_ = tail_ = 0;
+  mask_ = kFirst - 1;
 }
 
 // ---- idle Ms and Ps, and P ownership ----

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -43,15 +42,16 @@ struct Domain {
   int node = -1;    // index into the topology's nodes; -1 in flat mode
   int os_node = -1;  // the OS's number for that node; -1 in flat mode
   Lock lock;  // Go's sched.lock, for this domain's lists below
-  // The global run queue, as pointers in a segmented array: moving a batch of Gs in or out
+  // The global run queue, as pointers in a ring (EntryRing): moving a batch of Gs in or out
   // touches no G (Go links Gs through g.schedlink instead; see core/README.md). Each entry
   // also names the node it was queued from, so that a take by a P of another node counts as
   // a move across nodes (stats.hpp), in flat mode too, where one queue serves every node.
   // The node rides in the top 16 bits of the pointer, which user-space addresses on x86-64
   // leave zero (new_gchunk checks): an entry stays 8 bytes, and the queue as cheap as Go's.
-  // (A 16-byte entry cost yield_ping 13%: half as many entries per deque block.)
+  // (A 16-byte entry cost yield_ping 13%.)
   class Entry {
    public:
+    Entry() = default;
     Entry(G* gp, int node)
         : bits_(reinterpret_cast<std::uintptr_t>(gp) |
                 static_cast<std::uintptr_t>(static_cast<std::uint16_t>(node)) << kShift) {}
@@ -60,15 +60,50 @@ struct Domain {
     static constexpr int kShift = 48;
 
    private:
-    std::uintptr_t bits_;
+    std::uintptr_t bits_;  // left unset by Entry(): a ring slot is written before it is read
   };
-  std::deque<Entry> runq NUGO_GUARDED_BY(lock);
+  // A FIFO of entries in a power-of-two ring that doubles when full, and goes back to its
+  // first size when it empties after a burst past kKeep: a put is a store and an increment, a
+  // batch taken is an add, with no allocation in the steady state (a std::deque's range erase
+  // was a call into its block bookkeeping on every yield, and freed and allocated a block
+  // every 64 entries).
+  class EntryRing {
+   public:
+    EntryRing() : buf_(std::make_unique_for_overwrite<Entry[]>(kFirst)), mask_(kFirst - 1) {}
+    bool empty() const { return head_ == tail_; }
+    std::uint32_t size() const { return tail_ - head_; }
+    // The i-th entry from the front.
+    const Entry& operator[](std::uint32_t i) const { return buf_[(head_ + i) & mask_]; }
+    const Entry& front() const { return (*this)[0]; }
+    // May throw std::bad_alloc when the ring must grow, leaving it as it was.
+    void push_back(Entry e) {
+      if (size() == mask_ + 1) [[unlikely]] grow();
+      buf_[tail_++ & mask_] = e;
+    }
+    // Drops the n at the front (n <= size()). Never throws: a shrink that cannot allocate
+    // keeps the big ring.
+    void pop_front(std::uint32_t n = 1) {
+      head_ += n;
+      if (head_ == tail_ && mask_ + 1 > kKeep) [[unlikely]] shrink();
+    }
+
+   private:
+    static constexpr std::uint32_t kFirst = 256;
+    static constexpr std::uint32_t kKeep = 4096;  // 32 KiB: kept through a drain
+    void grow();    // domain.cpp
+    void shrink();
+    std::unique_ptr<Entry[]> buf_;
+    std::uint32_t head_ = 0;  // free-running; the slot is the index & mask_
+    std::uint32_t tail_ = 0;
+    std::uint32_t mask_;
+  };
+  EntryRing runq NUGO_GUARDED_BY(lock);
   std::atomic<std::int32_t> runqsize{0};
   // Goroutines placed on this node (go_on's, not run yet; with ready=home, ones readied from
   // another node): taken one at a time by this domain's own Ps and run at once
   // (findrunnable), never moved to a ring, so no thief of another node ever sees them.
   // npinned is written under the lock, read as a hint without it.
-  std::deque<Entry> pinned NUGO_GUARDED_BY(lock);
+  EntryRing pinned NUGO_GUARDED_BY(lock);
   std::atomic<std::int32_t> npinned{0};
   P* pidle NUGO_GUARDED_BY(lock) = nullptr;
   M* midle NUGO_GUARDED_BY(lock) = nullptr;

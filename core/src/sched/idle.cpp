@@ -130,6 +130,7 @@ void wake_spinner(Domain* d, bool cross_node) {
 
 // startm with d's lock held and pp taken; releases the lock.
 void startm_locked(Domain* d, P* pp, bool spinning) NUGO_RELEASE(d->lock) {
+  trace_end_loan();
   M* m = mget(d);
   if (!m) {
     d->lock.unlock();
@@ -146,6 +147,7 @@ void startm_locked(Domain* d, P* pp, bool spinning) NUGO_RELEASE(d->lock) {
 
 // Starts an M on pp, reusing one whose thread exited (mexit) if there is one.
 void newm(Domain* d, P* pp, bool spinning) {
+  trace_end_loan();
   sched->mlock.lock();
   if (sched->stopping.load(rlx)) {
     sched->mlock.unlock();
@@ -358,6 +360,7 @@ bool idle_until_p(M* m) {
 // Starts an M (an idle one of pp's domain, or a new one) on pp, an idle P that nobody owns.
 // With spinning, the caller has already counted the new M in the domain's nmspinning.
 void startm(P* pp, bool spinning) {
+  trace_end_loan();
   Domain* d = pp->domain;
   d->lock.lock();
   startm_locked(d, pp, spinning);
@@ -366,6 +369,7 @@ void startm(P* pp, bool spinning) {
 // The same on an idle P of d, if there is one. With spinning, the caller has already counted
 // the new M in d's nmspinning, and this undoes that if no P is idle.
 void startm(Domain* d, bool spinning, bool cross_node) {
+  trace_end_loan();
   d->lock.lock();
   P* pp = pidleget(d);
   if (!pp) {

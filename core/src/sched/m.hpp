@@ -51,9 +51,12 @@ struct alignas(64) M {
   bool exiting = false;          // the M leaves after this G (a locked G exited)
   int bound_key = -1;            // Sched::plan.bind_key of the CPU set the thread is bound to
   // The execution tracer (trace.cpp): this M's buffer, and the flag it raises while writing
-  // a record there, which stop() waits on before taking the buffer.
+  // a record there, which stop() waits on before taking the buffer. trace_lent: the time a
+  // go_stop lent to the go_start the scheduler writes next (Stamp, trace.hpp), 0 for none;
+  // the scheduler's paths that can wait clear it.
   std::atomic<std::uint32_t> trace_busy{0};
   TraceBuf* trace_buf = nullptr;
+  std::uint64_t trace_lent = 0;
 
   std::uint32_t rand() {  // wyrand
     fastrand += 0xa0761d6478bd642full;
@@ -73,5 +76,12 @@ inline M* getm() { return tls_m; }
 #else
 M* getm();  // proc.cpp, in the no-preemption section
 #endif
+
+// The calling M is about to do what can wait or enter the kernel (wake or create an M,
+// interrupt the poller, take a lock that others hold for long) before its next go_start: the
+// time a go_stop lent that start (Stamp, trace.hpp) would be stale by then.
+inline void trace_end_loan() {
+  if (M* m = getm()) m->trace_lent = 0;
+}
 
 }  // namespace nugo::detail

@@ -395,6 +395,7 @@ int netpoll_nonblocking(G** gl) {
 void netpoll_break() {
   std::uint32_t zero = 0;
   if (!wake_sig.compare_exchange_strong(zero, 1, sc)) return;  // one is on its way
+  trace_end_loan();
   std::uint64_t one = 1;
   for (;;) {
     if (write(breakfd, &one, sizeof one) == sizeof one) return;

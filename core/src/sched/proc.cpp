@@ -241,7 +241,8 @@ Next execute(M* m, G* gp, bool inherit_time) {
   gp->status.store(GStatus::running, rlx);
   bump(pp->stats.runs);  // runs_home is runs - runs_away, made at snapshot time
   if (gp->home != pp->node) [[unlikely]] bump(pp->stats.runs_away);
-  traceev(Ev::go_start, pp->id, gp->goid, 0, static_cast<std::uint32_t>(gp->home));
+  traceev(Ev::go_start, pp->id, gp->goid, 0, static_cast<std::uint32_t>(gp->home), 0,
+          Stamp::borrow);
   if (pp->nowork_since) [[unlikely]] pp->nowork_since = 0;  // it has work (remote_delay)
   if (!inherit_time) {  // a new time slice
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
@@ -268,7 +269,7 @@ Next execute(M* m, G* gp, bool inherit_time) {
 
 Next goexit0(M* m, G* gp) {
   P* pp = m->p;
-  traceev(Ev::go_stop, pp->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::end));
+  const std::int64_t goid = gp->goid;
   if (gp->lockedm) {
     // Exited while locked to its thread: as in Go, the thread ends with it, since the G may
     // have left it in a state no other goroutine should inherit.
@@ -286,6 +287,8 @@ Next goexit0(M* m, G* gp) {
   gp->stack = {};
   gp->ctx = nullptr;
   gfput(pp, gp);
+  // Recorded last, so that its time can be lent to the start that follows.
+  traceev(Ev::go_stop, pp->id, goid, 0, 0, static_cast<std::uint8_t>(StopWhy::end), Stamp::lend);
   return {};
 }
 
@@ -336,7 +339,8 @@ Next gopreempt_m(M* m, G* gp) { return preempt_requeue(m, gp, StopWhy::preempt_c
 Next gopreempt_signal_m(M* m, G* gp) { return preempt_requeue(m, gp, StopWhy::preempt_signal); }
 
 Next goyield_m(M* m, G* gp) {
-  traceev(Ev::go_stop, m->p->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::yield));
+  traceev(Ev::go_stop, m->p->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::yield),
+          Stamp::lend);
   gp->status.store(GStatus::runnable, rlx);
   runqput(m->p, gp, false);
   return {};
@@ -344,7 +348,7 @@ Next goyield_m(M* m, G* gp) {
 
 Next park_m(M* m, G* gp) {
   traceev(Ev::go_stop, m->p->id, gp->goid, 0, static_cast<std::uint32_t>(gp->waitreason),
-          static_cast<std::uint8_t>(StopWhy::block));
+          static_cast<std::uint8_t>(StopWhy::block), Stamp::lend);
   gp->status.store(GStatus::waiting, std::memory_order_release);
   auto unlockf = m->waitunlockf;
   m->waitunlockf = nullptr;
@@ -389,11 +393,17 @@ G* domain_queues_get(Domain* d, P* pp) NUGO_REQUIRES(d->lock) {
 
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
 // the runtime is stopping. Go's findRunnable, in Go's order.
+// A go_stop's time lent to the next start (Stamp, trace.hpp) survives only the path that pops
+// the local run queue at once; every other path takes it back (m->trace_lent = 0) before it
+// can wait.
 G* findrunnable(M* m, bool* inherit_time) {
   *inherit_time = false;
 top:
   if (sched->stopping.load(rlx)) return nullptr;
-  if (!m->p && !idle_until_p(m)) return nullptr;  // e.g. after exitsyscall's slow path
+  if (!m->p) {  // e.g. after exitsyscall's slow path
+    m->trace_lent = 0;
+    if (!idle_until_p(m)) return nullptr;
+  }
   P* pp = m->p;
   Domain* d = pp->domain;
   std::int64_t now = 0;
@@ -406,6 +416,7 @@ top:
   if (std::uint32_t tick = pp->schedtick.load(rlx);
       tick % kGlobalQueueTick == 0 && domain_queues_nonempty(d, rlx)) {
     bool pinned_first = (tick / kGlobalQueueTick) & 1;
+    m->trace_lent = 0;
     d->lock.lock();
     G* gp = pinned_first ? pinnedget(d, pp) : nullptr;
     if (!gp) gp = globrunqget(d, pp, 1);
@@ -419,6 +430,7 @@ top:
       // other could keep the P forever. Once sysmon has ended the slice, the one due next is
       // treated as preempted: to the global queue, and a new slice for whatever runs next.
       gp->status.store(GStatus::runnable, rlx);
+      m->trace_lent = 0;
       d->lock.lock();
       globrunqput(d, gp, pp->node);
       bool alone = queued_alone(d);
@@ -430,6 +442,7 @@ top:
     *inherit_time = inherit;
     return gp;
   }
+  m->trace_lent = 0;
   if (domain_queues_nonempty(d, rlx)) {
     d->lock.lock();
     G* gp = domain_queues_get(d, pp);
@@ -575,6 +588,7 @@ void schedule(M* m) {
     if (m->lockedg) {  // this M runs its locked G and nothing else
       if (next.gp != m->lockedg) {
         if (next.gp) runqput(m->p, next.gp, false);
+        m->trace_lent = 0;
         if (!stoplockedm(m)) return;
         next = {m->lockedg, false};
       }

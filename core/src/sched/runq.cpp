@@ -30,6 +30,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 bool runqputslow(P* pp, G* gp, std::uint32_t head, std::uint32_t tail) {
   constexpr std::uint32_t n = kRunqSize / 2;
   if (tail - head != kRunqSize) fatal("runqputslow: queue is not full");
+  trace_end_loan();  // the domain's lock, below
   G* batch[n + 1];
   for (std::uint32_t i = 0; i < n; ++i) batch[i] = pp->runq[(head + i) % kRunqSize].load(rlx);
   if (!pp->runqhead.compare_exchange_strong(head, head + n, rel, rlx)) return false;

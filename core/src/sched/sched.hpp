@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <deque>
 #include <memory>
 #include <thread>
 #include <vector>

@@ -87,6 +87,7 @@ std::int64_t nanotime() {
 void addtimer(Timer* t) {
   const std::int64_t when = t->when;  // once published, t may fire and be freed at any time
   M* m = getm();
+  if (m) m->trace_lent = 0;  // the timers' lock, and maybe a wake-up (trace_end_loan)
   // A thread without a P adds to the first P of the domain it would queue goroutines in.
   P* pp = m && m->p ? m->p : foreign_domain()->ps.front();
   pp->timerslock.lock();
@@ -121,6 +122,7 @@ bool deltimer(Timer* t) {
 int checktimers(P* pp, std::int64_t now) {
   std::int64_t first = pp->timer0when.load(sc);
   if (first == 0 || first > now) return 0;
+  trace_end_loan();  // the timers' lock, and the timers' functions
   constexpr int kBatch = 64;
   struct Due { void (*f)(void*, std::int64_t); void* arg; } due[kBatch];
   int ran = 0;
