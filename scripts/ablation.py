@@ -132,7 +132,7 @@ def main() -> int:
     if args.bind not in ("pu", "node", "none"):
         return explib.bad_input(PROG, f"--bind {args.bind}: pu, node or none (the same in every arm)")
     try:
-        known = sweep.workload_names(build / "experiments" / "nugo-workload")
+        known = explib.workload_names(build / "experiments" / "nugo-workload")
         for w in workloads:
             if w not in known or w not in WORKLOADS:
                 return explib.bad_input(PROG, f"--only: '{w}' is not a workload of the ablation "

@@ -256,6 +256,28 @@ RESULTS_INT_COLUMNS = ("procs", "emulated", "timing_reported", "latency_model", 
                        "oversubscribed")
 
 
+def cpu_list(text: str) -> list[int]:
+    """A kernel CPU list ("0-3,8") as numbers."""
+    cpus = []
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def workload_names(exe: Path) -> list[str]:
+    """The workloads a twin offers, from the list its usage message gives (nugo-workload and
+    the peers' twins print "workloads: a b c" when run without one); Failed if it gives none."""
+    try:
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Failed(f"{exe}: {e}")
+    m = re.search(r"^workloads:(.*)$", out.stderr, re.M)
+    if not m:
+        raise Failed(f"{exe.name} did not list its workloads: {out.stderr.strip()}")
+    return m.group(1).split()
+
+
 def virtualization() -> dict:
     """Whether this machine is a virtual one, and of which kind, when it can tell:
     {"vm": "none" | "kvm" | "qemu" (QEMU without KVM: TCG, software emulation) | ..., "container":

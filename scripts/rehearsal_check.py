@@ -26,9 +26,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402  (cpu_list, workload_names: the same parsing as sweep.py's)
 
 # What plot.py draws from a sweep of flat, numa and the peers on `machine` alone.
 SWEEP_FIGURES = ("scalability", "locality", "memory-speedup")
@@ -49,21 +51,13 @@ class Checks:
         return ok
 
 
-def cpu_list(text: str) -> list[int]:
-    cpus = []
-    for part in filter(None, text.strip().split(",")):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def read_expect(path: Path) -> dict[int, tuple[list[int], list[int]]]:
     """node -> (its CPUs, its row of distances), from numa-check.sh's expect file."""
     nodes = {}
     for line in path.read_text().splitlines():
         if line.strip():
             node, cpus, distances = line.split("|")
-            nodes[int(node)] = (cpu_list(cpus), [int(d) for d in distances.split()])
+            nodes[int(node)] = (explib.cpu_list(cpus), [int(d) for d in distances.split()])
     return nodes
 
 
@@ -119,11 +113,9 @@ def offered(twin: Path) -> set[str]:
     if not os.access(twin, os.X_OK):
         return set()
     try:
-        usage = subprocess.run([str(twin)], capture_output=True, text=True, timeout=60).stderr
-    except (OSError, subprocess.TimeoutExpired):
+        return set(explib.workload_names(twin))
+    except explib.Failed:
         return set()
-    m = re.search(r"^workloads:(.*)$", usage, re.M)
-    return set(m.group(1).split()) if m else set()
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -190,7 +182,7 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
     machine = read_json(d / "machine.json")
     topo = machine.get("topologies", {}).get("machine", {})
     distance = [[expect[a][1][sorted(expect).index(b)] for b in nodes] for a in nodes]
-    allowed = {int(k): cpu_list(v) for k, v in (machine.get("nodes_allowed") or {}).items()}
+    allowed = {int(k): explib.cpu_list(v) for k, v in (machine.get("nodes_allowed") or {}).items()}
     restriction = machine.get("restriction") or ""
     dropped = [n for n in sorted(expect) if n not in nodes]
     if confined == "taskset":  # nugo narrowed the machine itself, and names the nodes left out
@@ -215,7 +207,6 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
             "sweep.md says REHEARSAL and QEMU guest, and labels nothing emulated" if sweep else "no sweep.md")
     if masked:
         return
-    kinds = {r["kind"] for r in rows}
     # plot.py draws the peers' figures when a C++ peer ran: one per kind of workload a peer or Go
     # ran without failing.
     peer_kinds = {r["kind"] for r in rows if r["ok"] == "1" and r["mode"] in (*PEER_TWINS, "go")}

@@ -225,15 +225,6 @@ def proc_counts(topo: Topo, profile: str, real_cpus: int) -> list[int]:
     return sorted({p for p in (topo.nodes, 2 * topo.nodes) if p <= limit})
 
 
-def workload_names(exe: Path) -> list[str]:
-    """The workloads a twin offers, from the list its usage message gives."""
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    m = re.search(r"^workloads:(.*)$", out.stderr, re.M)
-    if not m:
-        raise explib.Failed(f"{exe.name} did not list its workloads: {out.stderr.strip()}")
-    return m.group(1).split()
-
-
 def find_peers(build: Path, modes: list[str]) -> dict[str, tuple[Path, list[str]]]:
     """The peers of `modes` that were built: mode -> (executable, the workloads it offers). A
     missing one is left out with a message, never a failure."""
@@ -247,7 +238,7 @@ def find_peers(build: Path, modes: list[str]) -> dict[str, tuple[Path, list[str]
                   f"(scripts/bootstrap.sh --baselines, then cmake --build {build} --target {exe.name})",
                   file=sys.stderr)
             continue
-        found[m] = (exe, workload_names(exe))
+        found[m] = (exe, explib.workload_names(exe))
     return found
 
 
@@ -285,15 +276,6 @@ def nugo_cpus(build: Path, n: int) -> str:
     return _placements[key]
 
 
-def cpu_list(text: str) -> list[int]:
-    """A kernel CPU list ("0-3,8") as numbers."""
-    cpus = []
-    for part in filter(None, text.strip().split(",")):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def compact(cpus: list[int]) -> str:
     """Numbers as a kernel CPU list: [0, 1, 2, 5] -> "0-2,5"."""
     ranges: list[list[int]] = []
@@ -313,7 +295,7 @@ def cpu_nodes() -> dict[int, list[int]]:
     nodes = {}
     for d in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"), key=lambda d: int(d.name[4:])):
         try:
-            cpus = [c for c in cpu_list((d / "cpulist").read_text()) if c in allowed]
+            cpus = [c for c in explib.cpu_list((d / "cpulist").read_text()) if c in allowed]
         except (OSError, ValueError):
             continue
         if cpus:
@@ -511,7 +493,7 @@ def main() -> int:
 
     # ---- everything checked before anything runs ----
     try:
-        known = workload_names(exe)
+        known = explib.workload_names(exe)
         workloads = parse_list(args.only) or known
         for w in workloads:
             if w not in known:

@@ -37,11 +37,12 @@ enum class Ev : std::uint8_t {
 inline constexpr Ev kLastEv = Ev::poll;
 
 // A record's time. Most records read the clock; a go_stop that the scheduler follows at once
-// with the next start on the same M, with nothing between but its own bookkeeping and a pop
-// from the local run queue (goexit0, park_m, goyield_m), lends its time to that go_start,
-// which borrows it: one clock read for the two (about 13 ns here, the largest part of a
-// record). Any other record on the M, and every path of the scheduler that can wait (a lock
-// of the domain, stealing, sleeping), takes the loan back (M::trace_lent).
+// with the next start on the same M, with nothing between but the primitive's unlock and a
+// pop from the local run queue (goexit0, park_m, goyield_m), lends its time to that go_start,
+// which borrows it: one clock read for the two (an rdtsc is 13 ns on the development VM).
+// Any other record on the M, and every step that can wait or enter the kernel before the
+// start (the domain's lock, stealing, sleeping, waking an M: trace_end_loan), takes the loan
+// back (M::trace_lent).
 enum class Stamp : std::uint8_t { own, lend, borrow };
 
 enum class StopWhy : std::uint8_t { end, yield, preempt_signal, preempt_cooperative, block };

@@ -7,9 +7,9 @@
 // a delta from the record before it in the same chunk (from the chunk's base for the first),
 // never negative: a clock read that comes out earlier than the M's last record (a thread moved
 // to a CPU whose counter lags by a few ticks) is recorded at that last time, in this chunk or
-// the M's previous one, so an M's records never go back in time. Short records are what the scheduler writes most
-// (starts, stops, most system calls); creations and unblocks name two goroutines and take
-// two slots.
+// the M's previous one, so an M's records never go back in time. Short records are what the
+// scheduler writes most (starts, stops, most system calls); creations and unblocks name two
+// goroutines and take two slots.
 #pragma once
 
 #include <atomic>

@@ -83,8 +83,8 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
 }
 
 // Doubling copies the queue under the domain's lock: amortized a copy per put, but a burst of
-// millions of goroutines queued at once pauses the domain for the last copy (a millisecond per
-// 16 million), where a std::deque allocated a block per 64 puts.
+// millions of goroutines queued at once pauses the domain for a copy of the whole queue, where
+// a std::deque allocated a block per 64 puts.
 void Domain::EntryRing::grow() {
   const std::uint32_t n = size();
   if (n >= std::uint32_t{1} << 30)
