@@ -59,23 +59,20 @@ class Progress:
         self.done += 1
 
 
-class Timing:
-    """Real time (ns) per unit of work over the repetitions: the median and its range."""
-
-    def __init__(self, samples):
-        self.median, self.lo, self.hi = statistics.median(samples), min(samples), max(samples)
-
-    def __str__(self):
-        return f"{fmt_ns(self.median)} ({fmt_ns(self.lo)} to {fmt_ns(self.hi)})"
+def fmt_spread(t):
+    """An explib.Spread of times in ns as "median (min to max)"."""
+    return f"{fmt_ns(t.median)} ({fmt_ns(t.lo)} to {fmt_ns(t.hi)})"
 
 
 def ratio_range(num, den):
-    """num/den at the medians, and the widest it could be over the two ranges."""
+    """num/den at the medians, and the widest it could be over the two ranges (min to max,
+    where explib.ratio_interval pairs the ends of the 95% intervals)."""
     return num.median / den.median, num.lo / den.hi, num.hi / den.lo
 
 
 def bench(exe, names, reps, min_time):
-    """Timing per benchmark name, from one nugo-bench process per name."""
+    """An explib.Spread of real time (ns) per unit of work for each benchmark name, from one
+    nugo-bench process per name."""
     out = {}
     for name in names:
         base, _, procs = name.partition("/")
@@ -89,7 +86,7 @@ def bench(exe, names, reps, min_time):
         if not runs:
             raise RuntimeError(f"{' '.join(args)} ran no benchmark")
         scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
-        out[name] = Timing([b["real_time"] * scale[b["time_unit"]] for b in runs])
+        out[name] = explib.spread([b["real_time"] * scale[b["time_unit"]] for b in runs])
     return out
 
 
@@ -226,7 +223,7 @@ def main():
         go_cell = (f"{go_ratio:.2f}x ({fmt_ns(go[name][0])} -> {fmt_ns(go[name][1])})"
                    if go_ratio else "not run (no go)")
         verdict = "meets" if ratio_hi <= target else "MISSES" if ratio_lo > target else "inside the noise"
-        lines.append(f"| `{name}` | {untraced} | {traced_} | {ratio:.2f}x ({ratio_lo:.2f} to "
+        lines.append(f"| `{name}` | {fmt_spread(untraced)} | {fmt_spread(traced_)} | {ratio:.2f}x ({ratio_lo:.2f} to "
                      f"{ratio_hi:.2f}) | {target:.2f}x | {verdict} | {go_cell} |")
     off_rows = []
     if off:
@@ -238,7 +235,7 @@ def main():
             off_rows.append({"benchmark": name, "before_ns": b.median, "before_range_ns": [b.lo, b.hi],
                              "after_ns": a.median, "after_range_ns": [a.lo, a.hi], "ratio": ratio,
                              "ratio_range": [ratio_lo, ratio_hi]})
-            lines.append(f"| `{name}` | {b} | {a} | {ratio:.3f}x ({ratio_lo:.3f} to {ratio_hi:.3f}) |")
+            lines.append(f"| `{name}` | {fmt_spread(b)} | {fmt_spread(a)} | {ratio:.3f}x ({ratio_lo:.3f} to {ratio_hi:.3f}) |")
     lines += ["", f"Timeline (EMULATED 2-node topology, scheduler decisions only): `{png}`."]
     (out / "overhead.md").write_text("\n".join(lines) + "\n")
     explib.write_json(out / "overhead.json", {"tracing_on": rows, "tracing_off": off_rows, "timeline": str(png)},
