@@ -17,10 +17,20 @@
 #include <string>
 #include <vector>
 
+#if WORKLOADS_NUGO_CLOCK
+#include "nugo/time.hpp"
+#endif
+
 namespace workloads {
 
 // The timed region of every twin: the kernel only (not the input's set-up, nor the check).
+// nugo-workload times on nugo::Clock (WORKLOADS_NUGO_CLOCK, set by experiments/CMakeLists.txt
+// for it alone): steady_clock, except in the virtual-time build, where it is virtual time.
+#if WORKLOADS_NUGO_CLOCK
+using Clock = nugo::Clock;
+#else
 using Clock = std::chrono::steady_clock;
+#endif
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }

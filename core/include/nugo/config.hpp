@@ -149,8 +149,31 @@ struct Config {
   bool scheddetail = false;
   static constexpr std::chrono::milliseconds kMaxSchedtrace{3'600'000};
 
+  // Virtual time (core/src/base/README.md, "Virtual time"): in a build configured with
+  // -DNUGO_VIRTUAL_TIME=ON, the runtime's threads run one at a time, in the order of their
+  // virtual clocks, so that a machine of hundreds of CPUs (the topology's PUs, or procs) runs
+  // on this one and is measured in virtual time. Other builds refuse it. Env: NUGO_VIRTUAL
+  // ("on", or quantum=DURATION,wake=DURATION).
+#if NUGO_VIRTUAL_TIME
+  static constexpr bool kVirtualTimeBuilt = true;
+#else
+  static constexpr bool kVirtualTimeBuilt = false;
+#endif
+  struct VirtualTime {
+    bool on = false;
+    // The CPU time a thread runs before the others catch up with it.
+    std::chrono::nanoseconds quantum{50'000};
+    // A futex wake-up's latency, added to the woken thread's clock; -1: measured on this
+    // machine when run() starts (a ping-pong of two threads, the median one way).
+    std::chrono::nanoseconds wake{-1};
+    static constexpr std::chrono::nanoseconds kMinQuantum{10'000};
+    static constexpr std::chrono::nanoseconds kMaxQuantum{10'000'000};
+    static constexpr std::chrono::nanoseconds kMaxWake{1'000'000};
+  };
+  VirtualTime virtual_time;
+
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
-  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
+  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_VIRTUAL, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
   // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();

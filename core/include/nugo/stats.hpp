@@ -55,6 +55,21 @@ struct NodeStats : Counters {
   std::uint64_t created_foreign = 0;
 };
 
+// The clock a run's times are on (idle_ns, the trace, nugo::Clock): "real", or "virtual"
+// (NUGO_VIRTUAL in a virtual-time build, core/src/base/README.md), with that run's parameters
+// and what its turns did.
+struct ClockStats {
+  bool virtual_time = false;
+  std::int64_t quantum_ns = 0;   // the CPU time a thread runs before the others catch up
+  std::int64_t wake_ns = 0;      // a futex wake-up's latency, charged to each woken thread
+  std::int64_t elapsed_ns = 0;   // virtual time from run()'s start to the latest turn
+  std::uint64_t turns = 0;       // the turn passed from one thread to another
+  std::uint64_t quanta = 0;      // a thread gave up its turn because its quantum was used
+  std::uint64_t paused = 0;      // of those, the quantum's signal paused it where it ran
+  std::uint64_t timed_out = 0;   // waits that ended at their virtual deadline
+  int threads = 0;               // the most threads in virtual time at once (Ms and sysmon)
+};
+
 struct Stats {
   bool valid = false;      // false before the first run()
   Mode mode = Mode::flat;  // resolved: flat or numa
@@ -70,6 +85,7 @@ struct Stats {
   std::uint64_t created_foreign = 0;
   std::vector<NodeStats> nodes;  // nodes with Ps, by node number
   std::vector<PStats> ps;        // by P id
+  ClockStats clock;
 };
 
 // A snapshot of the running runtime (approximate while goroutines run: each counter is read

@@ -2,7 +2,8 @@
 //
 // All of it rides on the runtime's per-P timer heaps (core/src/sched/timer.hpp): a sleeping goroutine
 // holds no thread, and a program whose goroutines all sleep uses no CPU until the next timer.
-// Clock: std::chrono::steady_clock (CLOCK_MONOTONIC).
+// Clock: std::chrono::steady_clock (CLOCK_MONOTONIC); in the virtual-time build a clock of its
+// own, which is the virtual clock while a run is in virtual time (NUGO_VIRTUAL).
 #pragma once
 
 #include <chrono>
@@ -13,7 +14,21 @@
 
 namespace nugo {
 
+#if NUGO_VIRTUAL_TIME
+// The runtime's clock in the virtual-time build (core/src/base/README.md, "Virtual time"):
+// during a run with NUGO_VIRTUAL, the virtual clock of the calling thread (in a goroutine, of
+// the virtual CPU it runs on); otherwise CLOCK_MONOTONIC, as steady_clock.
+struct Clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<Clock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept;
+};
+#else
 using Clock = std::chrono::steady_clock;
+#endif
 
 namespace detail {
 void sleep_until_ns(std::int64_t when);

@@ -66,7 +66,7 @@ constexpr std::string_view kKnownVariables[] = {
     "NUGO_PROCS",  "NUGO_STACK",    "NUGO_TOPOLOGY",       "NUGO_MODE",
     "NUGO_BIND",   "NUGO_TIMESLICE", "NUGO_PREEMPT_SIGNAL", "NUGO_NUMA",
     "NUGO_STATS",  "NUGO_TRACE",    "NUGO_TRACE_MAX",      "NUGO_DEBUG",
-    "NUGO_REQUIRE_VM"};
+    "NUGO_VIRTUAL", "NUGO_REQUIRE_VM"};
 
 // Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -176,6 +176,32 @@ void parse_numa(const char* v, Config& cfg) {
   });
 }
 
+// NUGO_VIRTUAL: "on" (or "1"), or settings (which imply on): quantum=DURATION, wake=DURATION.
+void parse_virtual(const char* v, Config& cfg) {
+  Config::VirtualTime& vt = cfg.virtual_time;
+  const std::string text(v);
+  if (text == "off" || text == "0") return;
+  if (!Config::kVirtualTimeBuilt)
+    bad("NUGO_VIRTUAL", v,
+        "this build has no virtual-time mode (configure with -DNUGO_VIRTUAL_TIME=ON, as "
+        "scripts/virtual.py does)");
+  vt.on = true;
+  if (text == "on" || text == "1") return;
+  for_each_setting(v, [&](const std::string& item, const std::string& key, const std::string& value) {
+    std::chrono::nanoseconds d{};
+    bool duration = value == "0" || parse_duration(value.c_str(), &d);
+    if (key == "quantum" && duration && d >= Config::VirtualTime::kMinQuantum &&
+        d <= Config::VirtualTime::kMaxQuantum)
+      vt.quantum = d;
+    else if (key == "wake" && duration && d <= Config::VirtualTime::kMaxWake)
+      vt.wake = d;
+    else
+      bad("NUGO_VIRTUAL", v,
+          "unknown setting '" + item + "' (expected on, off, or settings: quantum=DURATION from "
+          "10us to 10ms, wake=DURATION up to 1ms)");
+  });
+}
+
 // A whole number with a unit: "10ms", "200us" (or "200µs"), "1s", "500000ns"; false if
 // malformed.
 bool parse_duration(const char* v, std::chrono::nanoseconds* out) {
@@ -282,6 +308,7 @@ Config Config::from_env() {
   }
   if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
   if (const char* v = std::getenv("NUGO_NUMA")) parse_numa(v, cfg);
+  if (const char* v = std::getenv("NUGO_VIRTUAL")) parse_virtual(v, cfg);
   if (const char* v = std::getenv("NUGO_STATS")) {
     if (*v == '\0') bad("NUGO_STATS", v, "expected a file path, or - for stderr");
     cfg.stats_path = v;
@@ -338,6 +365,15 @@ void Config::validate() const {
                       ": expected GoOn::pinned or GoOn::queued");
   if (trace_max < kMinTraceMax)
     throw ConfigError("Config::trace_max=" + std::to_string(trace_max) + ": expected at least 64k");
+  if (virtual_time.on && !kVirtualTimeBuilt)
+    throw ConfigError("Config::virtual_time.on: this build has no virtual-time mode (configure "
+                      "with -DNUGO_VIRTUAL_TIME=ON)");
+  if (virtual_time.quantum < VirtualTime::kMinQuantum || virtual_time.quantum > VirtualTime::kMaxQuantum)
+    throw ConfigError("Config::virtual_time.quantum=" + std::to_string(virtual_time.quantum.count()) +
+                      "ns: expected 10us to 10ms");
+  if (virtual_time.wake.count() < -1 || virtual_time.wake > VirtualTime::kMaxWake)
+    throw ConfigError("Config::virtual_time.wake=" + std::to_string(virtual_time.wake.count()) +
+                      "ns: expected -1 (measure) or 0 to 1ms");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "fatal.hpp"
-
+#include "vtime.hpp"
 
 namespace nugo::detail {
 
@@ -18,9 +18,36 @@ void spin_pause(int round) {
   for (int i = 0; i < (32 << (round / 2)); ++i) cpu_relax();
 }
 
+// The thread gives way: to any thread, or in virtual time to any member with an earlier clock.
+void os_yield() {
+  if (vtime::member())
+    vtime::yield();
+  else
+    sched_yield();
+}
+
+// The thread sleeps for ns, in virtual time if it is a member.
+void os_nap(std::int64_t ns) {
+  if (vtime::member()) {
+    vtime::nap(ns);
+    return;
+  }
+  timespec nap{0, static_cast<long>(ns)};
+  nanosleep(&nap, nullptr);
+}
+
 }  // namespace
 
+// In virtual time (vtime.hpp) a member's wait gives up its turn instead of sleeping in the
+// kernel, and its deadline is in virtual time; a non-member's is as ever, real.
 void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected) {
+  if (vtime::on()) {
+    if (vtime::member())
+      vtime::wait(addr, expected, 0);
+    else
+      vtime::wait_outside(addr, expected, 0);
+    return;
+  }
   // EAGAIN (value changed) and EINTR are both "look again" for every caller.
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected,
           nullptr, nullptr, 0);
@@ -28,6 +55,13 @@ void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected) {
 
 void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
                       std::int64_t deadline_ns) {
+  if (vtime::on()) {
+    if (vtime::member())
+      vtime::wait(addr, expected, deadline_ns);
+    else
+      vtime::wait_outside(addr, expected, deadline_ns);
+    return;
+  }
   timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
               static_cast<long>(deadline_ns % 1'000'000'000)};
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_BITSET_PRIVATE, expected,
@@ -35,6 +69,10 @@ void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
 }
 
 void futex_wake(std::atomic<std::uint32_t>* addr, int count) {
+  if (vtime::on()) {
+    vtime::wake(addr, count);
+    return;
+  }
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr,
           nullptr, 0);
 }
@@ -67,10 +105,9 @@ void SpinLock::lock_slow() {
     if (round < 10) {
       spin_pause(round);
     } else if (round < 20) {
-      sched_yield();
+      os_yield();
     } else {
-      timespec nap{0, 50'000};
-      nanosleep(&nap, nullptr);
+      os_nap(50'000);
     }
     if (state_.load(std::memory_order_relaxed) == 0 &&
         state_.exchange(1, std::memory_order_acquire) == 0)
@@ -90,7 +127,7 @@ void Lock::lock_slow() {
       return;
   }
   for (int yield = 0; yield < 3; ++yield) {
-    sched_yield();
+    os_yield();
     std::uint32_t free = 0;
     if (state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) return;
   }
@@ -108,9 +145,15 @@ void Note::sleep() {
 
 bool Note::sleep_until(std::int64_t deadline_ns) {
   while (key_.load(std::memory_order_acquire) == 0) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec * 1'000'000'000ll + now.tv_nsec >= deadline_ns) return false;
+    std::int64_t now_ns;
+    if (vtime::member()) {
+      now_ns = vtime::now();
+    } else {
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      now_ns = now.tv_sec * 1'000'000'000ll + now.tv_nsec;
+    }
+    if (now_ns >= deadline_ns) return false;
     futex_wait_until(&key_, 0, deadline_ns);
   }
   return true;

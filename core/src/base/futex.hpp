@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "tsa.hpp"
+#include "vtime.hpp"
 
 namespace nugo::detail {
 
@@ -34,10 +35,14 @@ inline void check_lock_rule() {}
 // (WaitGroup, Sema, Cond), whose critical sections are a few instructions long.
 inline void spin_lock(std::atomic<std::uint32_t>& l) {
   check_lock_rule();
+  vtime::lock_taken();
   while (l.exchange(1, std::memory_order_acquire) != 0)
     while (l.load(std::memory_order_relaxed) != 0) cpu_relax();
 }
-inline void spin_unlock(std::atomic<std::uint32_t>& l) { l.store(0, std::memory_order_release); }
+inline void spin_unlock(std::atomic<std::uint32_t>& l) {
+  l.store(0, std::memory_order_release);
+  vtime::lock_released();
+}
 
 // A three-state mutex (0 free, 1 locked, 2 locked with sleepers) with a short spin before
 // sleeping, as the critical sections it guards (run queue batches, idle lists) are tiny.
@@ -48,6 +53,7 @@ class NUGO_CAPABILITY("mutex") Lock {
  public:
   void lock() NUGO_ACQUIRE() {
     check_lock_rule();
+    vtime::lock_taken();
     std::uint32_t free = 0;
     if (!state_.compare_exchange_strong(free, 1, std::memory_order_acquire)) lock_slow();
 #if NUGO_CHECK_LOCKS
@@ -60,6 +66,7 @@ class NUGO_CAPABILITY("mutex") Lock {
     owner_.store(nullptr, std::memory_order_relaxed);
 #endif
     if (state_.exchange(0, std::memory_order_release) == 2) futex_wake(&state_, 1);
+    vtime::lock_released();
   }
   // The calling thread holds the lock: tells the analysis so where it cannot see it (locks
   // taken in a loop, or on one of two paths), and checks it in checked builds.
@@ -95,6 +102,7 @@ class NUGO_CAPABILITY("mutex") SpinLock {
  public:
   void lock() NUGO_ACQUIRE() {
     check_lock_rule();
+    vtime::lock_taken();
     if (state_.exchange(1, std::memory_order_acquire) != 0) lock_slow();
 #if NUGO_CHECK_LOCKS
     owner_.store(Lock::this_thread(), std::memory_order_relaxed);
@@ -106,6 +114,7 @@ class NUGO_CAPABILITY("mutex") SpinLock {
     owner_.store(nullptr, std::memory_order_relaxed);
 #endif
     state_.store(0, std::memory_order_release);
+    vtime::lock_released();
   }
   void assert_held() const NUGO_ASSERT_CAPABILITY(this) {
 #if NUGO_CHECK_LOCKS

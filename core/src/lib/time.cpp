@@ -5,6 +5,7 @@
 
 #include "nugo/time.hpp"
 #include "../sched/link.hpp"
+#include "vtime.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -14,6 +15,18 @@ Clock::time_point to_time_point(std::int64_t ns) {
 }
 
 }  // namespace
+
+#if NUGO_VIRTUAL_TIME
+}  // namespace nugo::detail
+namespace nugo {
+Clock::time_point Clock::now() noexcept {
+  if (detail::vtime::on()) return time_point(duration(detail::vtime::now()));
+  return time_point(std::chrono::duration_cast<duration>(
+      std::chrono::steady_clock::now().time_since_epoch()));
+}
+}  // namespace nugo
+namespace nugo::detail {
+#endif
 
 std::int64_t to_ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();

@@ -36,6 +36,19 @@ Stats snapshot(const Sched& s) {
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;
   out.topology_nodes = static_cast<int>(s.topology.nodes.size());
+  if (s.cfg.virtual_time.on) {
+    const vtime::Report r = vtime::report();
+    ClockStats& c = out.clock;
+    c.virtual_time = true;
+    c.quantum_ns = r.quantum_ns;
+    c.wake_ns = r.wake_ns;
+    c.elapsed_ns = r.end_ns - s.start_ns;
+    c.turns = r.turns;
+    c.quanta = r.quanta;
+    c.paused = r.paused_by_signal;
+    c.timed_out = r.timed_out;
+    c.threads = r.peak_members;
+  }
   std::int64_t now = nanotime();
   for (const auto& pp : s.allp) {
     const PCounters& c = pp->stats;
@@ -147,6 +160,18 @@ std::string to_json(const Stats& s) {
   j += ", \"emulated\": ";
   j += s.emulated ? "true" : "false";
   j += ", \"nodes\": " + std::to_string(s.topology_nodes) + "}";
+  j += ",\n \"clock\": {\"kind\": ";
+  if (!s.clock.virtual_time) {
+    j += "\"real\"}";
+  } else {
+    const ClockStats& c = s.clock;
+    j += "\"virtual\", \"quantum_ns\": " + std::to_string(c.quantum_ns) +
+         ", \"wake_ns\": " + std::to_string(c.wake_ns) +
+         ", \"elapsed_ns\": " + std::to_string(c.elapsed_ns) + ", \"turns\": " +
+         std::to_string(c.turns) + ", \"quanta\": " + std::to_string(c.quanta) +
+         ", \"paused\": " + std::to_string(c.paused) + ", \"timed_out\": " +
+         std::to_string(c.timed_out) + ", \"threads\": " + std::to_string(c.threads) + "}";
+  }
   j += ",\n \"totals\": {";
   append_counters(j, s.totals);
   j += ", \"created_foreign\": " + std::to_string(s.created_foreign) + "}";

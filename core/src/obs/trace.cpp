@@ -97,6 +97,7 @@ std::atomic<bool> trace_tsc{false};
 std::atomic<bool> trace_fence_by_membarrier{false};
 
 inline std::uint64_t ticks() {
+  if (vtime::on()) return static_cast<std::uint64_t>(vtime::now());  // start() turns the TSC off
   return trace_tsc.load(rlx) ? __rdtsc() : static_cast<std::uint64_t>(monotonic_ns());
 }
 
@@ -318,9 +319,11 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
   s->cpus = sc_.topology.real_cpus;
   for (std::size_t i = 0; i < 2 * s->p_node.size() + 8; ++i)
     s->pool.push_back(s->owned.emplace_back(std::make_unique<TraceBuf>()).get());
-  static const bool tsc = usable_tsc();
+  static const bool usable = usable_tsc();
+  const bool tsc = usable && !vtime::on();  // in virtual time, ticks() is the virtual clock
   trace_tsc.store(tsc, rlx);
   s->tsc = tsc;
+  s->virtual_clock = vtime::on();
   trace_fence_by_membarrier.store(membarrier_ready(), rlx);
   s->ns0 = monotonic_ns();
   s->tick0 = ticks();

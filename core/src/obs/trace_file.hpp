@@ -153,6 +153,7 @@ struct TraceFile {
   std::string mode, topology;
   bool emulated = false;
   bool tsc = false;  // ticks are the TSC's, else CLOCK_MONOTONIC ns
+  bool virtual_clock = false;  // ticks are virtual ns (NUGO_VIRTUAL, base/vtime.hpp)
 
   std::atomic<bool> capped{false};  // recording stopped at the size cap
   int write_errno = 0;              // the writer's first failure

@@ -409,7 +409,7 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
               "\"topology\":%s,\"emulated\":%s,\"procs\":%zu,\"clock\":\"%s\",\"records\":%llu,"
               "\"truncated\":%s,\"repaired\":%llu}}\n",
               s->mode.c_str(), json_string(s->topology).c_str(), s->emulated ? "true" : "false",
-              s->p_node.size(), s->tsc ? "tsc" : "monotonic",
+              s->p_node.size(), s->virtual_clock ? "virtual" : s->tsc ? "tsc" : "monotonic",
               static_cast<unsigned long long>(events), truncated ? "true" : "false",
               static_cast<unsigned long long>(conv.repaired())));
   out.flush();

@@ -201,7 +201,12 @@ P* pidleget(Domain* d) {
     d->pidle = pp->link;
     d->npidle.fetch_sub(1, sc);
     PCounters& st = pp->stats;
-    st.idle_ns.store(st.idle_ns.load(rlx) + (nanotime() - st.idle_since.load(rlx)), rlx);
+    const std::int64_t since = st.idle_since.load(rlx);
+    // In virtual time a P is not taken before it was put here: the taker's clock goes on
+    // from then if it is behind (vtime::advance_to; a thread outside virtual time sees the
+    // latest turn's clock, which may be behind too).
+    vtime::advance_to(since);
+    st.idle_ns.store(st.idle_ns.load(rlx) + std::max<std::int64_t>(0, nanotime() - since), rlx);
     st.idle_since.store(0, rlx);
   }
   return pp;

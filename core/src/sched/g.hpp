@@ -7,6 +7,7 @@
 #include "fiber.hpp"
 #include "nugo/runtime.hpp"
 #include "stack.hpp"
+#include "vtime.hpp"
 
 namespace nugo::detail {
 
@@ -70,10 +71,23 @@ struct alignas(64) G : Closure {
   };
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
+#if NUGO_VIRTUAL_TIME
+  // The virtual time it became runnable at (mark_runnable): whoever runs it goes on from
+  // there at the earliest (execute, vtime::advance_to).
+  std::int64_t vready = 0;
+#endif
 };
-#if !NUGO_ASAN && !NUGO_TSAN
+#if !NUGO_ASAN && !NUGO_TSAN && !NUGO_VIRTUAL_TIME
 static_assert(sizeof(G) == 128, "G should stay two cache lines");
 #endif
+
+// In virtual time, stamps gp with the time it becomes runnable (base/README.md, "Virtual time":
+// a goroutine readied by a thread whose clock is ahead must not run earlier on another).
+inline void stamp_runnable([[maybe_unused]] G* gp) {
+#if NUGO_VIRTUAL_TIME
+  if (vtime::on()) gp->vready = vtime::stamp();
+#endif
+}
 
 inline void set_waiting(G* gp, sudog* first) {
   gp->waiting = reinterpret_cast<std::uintptr_t>(first) | 1;

@@ -173,6 +173,7 @@ void newm(Domain* d, P* pp, bool spinning) {
   m->bound_key = -1;  // a new thread: bound to nothing yet, whatever the M's last one was
   m->signal_pending.store(false, rlx);
   sched->mcount.fetch_add(1, std::memory_order_relaxed);
+  if (vtime::on()) m->vmember = vtime::prepare_member();
   try {
     m->thread = std::thread(mstart, m);
   } catch (const std::system_error& e) {
@@ -307,6 +308,7 @@ P* check_runqs_no_p(Domain* d) {
 // findRunnable, from "poll network until next timer"). The others sleep until startm.
 bool idle_until_p(M* m) {
   for (;;) {
+    vtime::checkpoint();
     if (sched->stopping.load(rlx)) return false;
     std::int64_t next = earliest_timer();
     if ((next != 0 || netpoll_any_waiters()) && sched->lastpoll.exchange(0, sc) != 0) {

@@ -9,6 +9,7 @@
 #include "fiber.hpp"
 #include "nugo/runtime.hpp"  // NUGO_TLS_IE, NUGO_INLINE_TLS
 #include "futex.hpp"
+#include "vtime.hpp"
 
 namespace nugo::detail {
 
@@ -31,6 +32,8 @@ struct alignas(64) M {
   G* curg = nullptr;    // the goroutine running on this M
   bool spinning = false;
   Note park;            // sleeps here while idle (stopm)
+  // In virtual time: the record newm made for this M's next thread (vtime::prepare_member).
+  vtime::Member* vmember = nullptr;
   M* schedlink = nullptr;  // idle M list
 
   fcontext_t g0ctx = nullptr;  // the scheduler's context while a goroutine runs

@@ -193,6 +193,10 @@ void netpoll_init() {
 }
 
 PollDesc* poll_open(int fd, int* err) {
+  if (vtime::on())
+    fatal("NUGO_VIRTUAL: the network poller does not run in virtual time (descriptor %d): a "
+          "socket's readiness comes from the real world, which has no virtual clock; run "
+          "network programs without NUGO_VIRTUAL", fd);
   NoPreempt np;
   PollDesc* pd = pd_alloc();
   reset(pd, fd);
@@ -342,7 +346,28 @@ void netpoll_forget_goroutines() {
   waiters.store(0, sc);
 }
 
+// In virtual time no descriptor is ever polled (poll_open refuses them): the poller only
+// sleeps until its timer, in virtual time, or until netpoll_break.
+namespace {
+
+std::atomic<std::uint32_t> virtual_break{0};
+
+int netpoll_virtual(std::int64_t delay) {
+  if (delay == 0) return 0;
+  if (virtual_break.load(sc) == 0) {
+    if (delay < 0)
+      futex_wait(&virtual_break, 0);
+    else
+      futex_wait_until(&virtual_break, 0, nanotime() + delay);
+  }
+  if (virtual_break.exchange(0, sc) != 0) wake_sig.store(0, sc);
+  return 0;
+}
+
+}  // namespace
+
 int netpoll(std::int64_t delay, G** gl) {
+  if (vtime::on()) return netpoll_virtual(delay);
   epoll_event events[kNetpollMaxReady / 2];
   int n;
   for (;;) {
@@ -396,6 +421,11 @@ void netpoll_break() {
   std::uint32_t zero = 0;
   if (!wake_sig.compare_exchange_strong(zero, 1, sc)) return;  // one is on its way
   trace_end_loan();
+  if (vtime::on()) {
+    virtual_break.store(1, sc);
+    futex_wake(&virtual_break, 1);
+    return;
+  }
   std::uint64_t one = 1;
   for (;;) {
     if (write(breakfd, &one, sizeof one) == sizeof one) return;

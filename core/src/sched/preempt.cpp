@@ -190,6 +190,25 @@ bool async_safe_point(M* m, const ucontext_t* uc) {
   return !in_no_preempt_text(pc);
 }
 
+// In virtual time, whether the thread that the quantum's signal interrupted at uc may wait for
+// its next turn right there (vtime.hpp): it holds no runtime lock and no lock of the thread,
+// and is not in a library that takes locks we cannot see. Another member waiting for such a
+// lock would spin, or sleep in the kernel holding the turn, for a thread that waits for the
+// turn behind it. Unlike a preemption, nothing moves: the thread waits where it is, on any
+// stack, in a goroutine or in the scheduler (whose loops must be pausable too: a poller that
+// waits for another M to run a timer loops without any other hook). Where it may not, the
+// quantum is due at the last unlock, the end of runtime code, or the next schedule.
+bool vtime_pausable(const void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  if (vtime::holds_locks()) return false;
+  if (thread_locks.held != 0) {
+    thread_locks.preempt_deferred = true;  // preempt::deferred calls vtime::checkpoint
+    return false;
+  }
+  auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  return !in_nopreempt_section(pc) && !in_no_preempt_text(pc);
+}
+
 // Makes the interrupted code call nugo_async_preempt, as if from the interrupted PC.
 void inject_call(G* gp, ucontext_t* uc) {
   auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]) - kRedZone - 8;
@@ -224,7 +243,9 @@ namespace preempt {
 // own we cannot see; the signal will come again).
 void deferred(std::uintptr_t caller_pc) {
   thread_locks.preempt_deferred = false;
-  if (!in_no_preempt_text(caller_pc)) nugo::preempt_point();
+  if (in_no_preempt_text(caller_pc)) return;
+  vtime::checkpoint();
+  nugo::preempt_point();
 }
 
 }  // namespace preempt
@@ -278,6 +299,7 @@ void yield_preempted() {
 // unwinding, or inside a catch block: core/README.md, rules for goroutines).
 void preempt_at_runtime_exit(G* gp) {
   gp->locks = 0;
+  if (vtime::quantum_due() && thread_locks.held == 0) vtime::checkpoint();
   if (gp->status.load(std::memory_order_relaxed) != GStatus::running || in_exception_handling() ||
       !preempt_due(gp))
     return;
@@ -287,10 +309,14 @@ void preempt_at_runtime_exit(G* gp) {
 
 namespace preempt {
 
+bool (*vtime_pause_filter())(const void*) { return vtime_pausable; }
+
 void init(const Config& cfg) {
   process_id = getpid();
   async_enabled.store(false, std::memory_order_relaxed);
-  if (!cfg.async_preempt || kSanitizerDefersSignals) return;
+  const bool async = cfg.async_preempt && !kSanitizerDefersSignals;
+  // Virtual time's pause filter needs the library ranges even without async preemption.
+  if (!async && !vtime::on()) return;
   preempt_sig = cfg.preempt_signal;
   static bool sized = false;
   if (!sized) {
@@ -301,6 +327,7 @@ void init(const Config& cfg) {
   no_preempt_count.store(0, std::memory_order_relaxed);
   int index = 0;
   dl_iterate_phdr(collect_ranges, &index);
+  if (!async) return;
   // Install ours unless it is still there from an earlier run(); whatever is there now
   // (a user's handler, installed before this run) is what we chain to.
   struct sigaction current {};
@@ -310,6 +337,7 @@ void init(const Config& cfg) {
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    if (vtime::on()) sigaddset(&sa.sa_mask, vtime::quantum_signal());
     if (sigaction(preempt_sig, &sa, &previous_action[preempt_sig]) != 0)
       fatal("preempt: cannot install a handler for signal %d", preempt_sig);
   }

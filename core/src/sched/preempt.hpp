@@ -19,6 +19,9 @@ namespace preempt {
 void init(const Config& cfg);
 // Sends the preemption signal to the thread of m (at most one pending). sysmon only.
 void signal_m(M* m);
+// Virtual time's pause filter (vtime::start): whether a member interrupted by the quantum's
+// signal may wait for its next turn where it is.
+bool (*vtime_pause_filter())(const void*);
 
 }  // namespace preempt
 

@@ -248,6 +248,9 @@ Next execute(M* m, G* gp, bool inherit_time) {
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
     if (pp->preempt.load(rlx)) pp->preempt.store(false, rlx);
   }
+#if NUGO_VIRTUAL_TIME
+  if (vtime::on()) vtime::advance_to(gp->vready);  // not before it became runnable
+#endif
   if (!gp->ctx) {
     // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
     gp->stack = stackalloc(pp);
@@ -300,6 +303,7 @@ Next goexit0(M* m, G* gp) {
 Next requeue_global(M* m, G* gp, bool* alone = nullptr) {
   P* pp = m->p;
   Domain* d = pp->domain;
+  stamp_runnable(gp);
   gp->status.store(GStatus::runnable, rlx);
   bool local_work = !runqempty(pp) || nexttimer(pp) != 0;
   d->lock.lock();
@@ -341,6 +345,7 @@ Next gopreempt_signal_m(M* m, G* gp) { return preempt_requeue(m, gp, StopWhy::pr
 Next goyield_m(M* m, G* gp) {
   traceev(Ev::go_stop, m->p->id, gp->goid, 0, 0, static_cast<std::uint8_t>(StopWhy::yield),
           Stamp::lend);
+  stamp_runnable(gp);
   gp->status.store(GStatus::runnable, rlx);
   runqput(m->p, gp, false);
   return {};
@@ -371,6 +376,7 @@ void ready_status(G* gp) {
     fatal("goready: goroutine %lld is %s, not waiting", static_cast<long long>(gp->goid),
           to_string(s));
   gp->waitreason = WaitReason::none;
+  stamp_runnable(gp);
   gp->status.store(GStatus::runnable, std::memory_order_relaxed);
   if (tracing()) [[unlikely]] {
     M* m = getm();
@@ -399,6 +405,7 @@ G* domain_queues_get(Domain* d, P* pp) NUGO_REQUIRES(d->lock) {
 G* findrunnable(M* m, bool* inherit_time) {
   *inherit_time = false;
 top:
+  vtime::checkpoint();  // each look for work: a turn for the others if the quantum is up
   if (sched->stopping.load(rlx)) return nullptr;
   if (!m->p) {  // e.g. after exitsyscall's slow path
     m->trace_lent = 0;
@@ -585,6 +592,7 @@ namespace {
 // run next (park_m's change of mind, gosched_m's batch from the global queue).
 void schedule(M* m) {
   for (Next next; !sched->stopping.load(rlx);) {
+    vtime::checkpoint();  // in virtual time: the others' turn, if this thread's quantum is up
     if (m->lockedg) {  // this M runs its locked G and nothing else
       if (next.gp != m->lockedg) {
         if (next.gp) runqput(m->p, next.gp, false);
@@ -614,6 +622,7 @@ void schedule(M* m) {
 }  // namespace
 
 void mstart(M* m) {
+  vtime::attach(m->vmember);  // in virtual time: wait for this thread's first turn
   set_fp_control(kDefaultFpControl);  // not what the thread that made it had set (fiber.hpp)
   tls_m = m;
   m->tid = static_cast<int>(gettid());
@@ -625,6 +634,7 @@ void mstart(M* m) {
   }
   schedule(m);
   if (m->exiting) mexit(m);  // else the runtime stops, and run() joins the thread
+  vtime::detach();
   signals::remove_altstack(m->altstack);
   tls_m = nullptr;
 }
@@ -728,6 +738,7 @@ void placedput_wake(Domain* d, G* gp, int node) {
 void newproc1(G* gp, int node) {
   M* m = getm();
   P* pp = m ? m->p : nullptr;
+  stamp_runnable(gp);
   gp->status.store(GStatus::runnable, rlx);
   gp->locks = 1;  // until gentry has finished switching in
   bool placed = node >= 0 && sched->domains.size() > 1;  // go_on in NUMA mode

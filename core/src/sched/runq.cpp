@@ -64,8 +64,14 @@ std::uint32_t runqgrab(P* pp, std::array<std::atomic<G*>, kRunqSize>& batch,
         // The victim is running and most likely just readied `next` (a channel handoff takes
         // ~50 ns); give it ~3 us to run it itself before taking it away. Go sleeps here; a
         // 3 us nanosleep lasts ~55 us with Linux's default timer slack, so we spin.
-        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
-        while (std::chrono::steady_clock::now() < until) cpu_relax();
+        // In virtual time the wait is a nap, so that the victim can run meanwhile, as it
+        // would on its own CPU.
+        if (vtime::member()) {
+          vtime::nap(3'000);
+        } else {
+          auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+          while (std::chrono::steady_clock::now() < until) cpu_relax();
+        }
       }
       if (!pp->runnext.compare_exchange_strong(next, nullptr, acq, rlx)) continue;
       batch[batch_head % kRunqSize].store(next, rlx);

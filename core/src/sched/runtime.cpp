@@ -232,9 +232,16 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   set_fatal_traceback(print_current_traceback);  // from now on a fatal error says where
   // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
   numa::detail::publish_topology(&topology, cfg.debug_numa);
+  if (cfg.virtual_time.on) {  // before the instance: its clocks start in virtual time
+    vtime::Params vp;
+    vp.quantum_ns = cfg.virtual_time.quantum.count();
+    vp.wake_ns = cfg.virtual_time.wake.count();
+    vtime::start(vp, preempt::vtime_pause_filter());
+  }
   try {
     sched = new Sched(cfg, std::move(topology));
   } catch (...) {
+    vtime::stop();
     numa::detail::publish_topology(nullptr, false);
     if (stats_file && stats_file != stderr) std::fclose(stats_file);
     throw;
@@ -249,6 +256,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
       ConfigError bad("NUGO_TRACE=\"" + cfg.trace_path + "\": " + e.what());
       delete sched;
       sched = nullptr;
+      vtime::stop();
       numa::detail::publish_topology(nullptr, false);
       if (stats_file && stats_file != stderr) std::fclose(stats_file);
       if (!exit_on_bad_config) throw bad;
@@ -256,6 +264,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     }
   }
   preempt::init(cfg);
+  if (vtime::on()) sched->sysmon_vmember = vtime::prepare_member();
   try {
     sched->sysmon = std::thread(sysmon_main);
   } catch (const std::system_error& e) {
@@ -314,6 +323,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   }
   save_final_stats(*sched);  // every M is gone: the counts are final
   trace_stop_run();          // and the trace, if one is still on, is complete
+  vtime::stop();             // every member has left: the clock is the real one again
   tearing_down = true;
   delete sched;
   tearing_down = false;

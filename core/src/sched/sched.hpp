@@ -85,6 +85,7 @@ struct Sched {
   // sysmon (sysmon.cpp): its thread, and its deep sleep while every P is idle. acquirep
   // wakes it when sysmonwait is set.
   std::thread sysmon;
+  vtime::Member* sysmon_vmember = nullptr;  // in virtual time, sysmon's record
   std::atomic<bool> sysmon_exit{false};  // set once every M has been joined
   std::atomic<bool> sysmonwait{false};
   Note sysmon_note;

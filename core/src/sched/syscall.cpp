@@ -41,19 +41,23 @@ void entersyscall(bool block) {
   in_syscall_body = true;
   if (!block) {
     pp->status.store(PStatus::syscall, std::memory_order_release);
-    return;
+  } else {
+    // Known to block: hand the P off at once (the M will not be back soon).
+    m->oldp = nullptr;
+    traceev(Ev::handoff, pp->id, gp->goid);
+    pp->status.store(PStatus::idle, std::memory_order_release);
+    handoffp(pp);
   }
-  // Known to block: hand the P off at once (the M will not be back soon).
-  m->oldp = nullptr;
-  traceev(Ev::handoff, pp->id, gp->goid);
-  pp->status.store(PStatus::idle, std::memory_order_release);
-  handoffp(pp);
+  // In virtual time the body runs outside it, beside the members, and the M comes back with
+  // its clock advanced by the real time the call took (base/README.md, "Virtual time").
+  vtime::leave();
 }
 
 // The slow path, on g0: no P to be had. Queue gp globally and park the M (Go's exitsyscall0).
 namespace {
 
 Next exitsyscall0(M* m, G* gp) {
+  stamp_runnable(gp);
   gp->status.store(GStatus::runnable, rlx);
   if (acquire_idle_p_nearest(m)) return {gp, false};
   // No idle P anywhere just now. Queue it in our domain, under the lock that a P going idle
@@ -75,6 +79,7 @@ Next exitsyscall0(M* m, G* gp) {
 
 void exitsyscall() {
   NoPreempt np;
+  vtime::rejoin();
   in_syscall_body = false;  // still on the thread that entered: the body never switches
   M* m = getm();
   G* gp = m->curg;

@@ -145,6 +145,7 @@ bool every_p_idle() {
 }  // namespace
 
 void sysmon_main() {
+  vtime::attach(sched->sysmon_vmember);  // in virtual time, a member of its own
   prctl(PR_SET_NAME, "nugo-sysmon");
   prctl(PR_SET_TIMERSLACK, 1);  // short sleeps mean what they say (the default slack is 50 us)
   // While Ps run, sysmon looks at least every half slice: a slice it first sees at one look
@@ -222,6 +223,7 @@ void sysmon_main() {
     idle = retake(now, seen, &next_end) > 0 ? 0 : idle + 1;
     seen = now;
   }
+  vtime::detach();
 }
 
 }  // namespace nugo::detail

@@ -79,6 +79,7 @@ void wake_netpoller(Domain* d, std::int64_t when) {
 }  // namespace
 
 std::int64_t nanotime() {
+  if (vtime::on()) return vtime::now();
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;

@@ -1,0 +1,617 @@
+// Virtual time (vtime.hpp): the members, the turn, and the quantum.
+//
+// State. Every member has a record: its clock, its state (running, ready, waiting, outside),
+// for a waiter the word it waits on, its deadline and the order it began waiting in, and the
+// word `turn` it sleeps on in the kernel until it is given the turn. All of it is guarded by
+// one spin lock, `reg`. Only the member holding the turn (the holder) and threads outside
+// virtual time ever take it, so it is almost never contended.
+//
+// The clock of a member. While it holds the turn its clock is the clock it was given the turn
+// at plus the real time since (the TSC, calibrated against CLOCK_MONOTONIC at start: a read
+// costs about 13 ns here, a vDSO clock_gettime about 25), never less than any value it has
+// already been shown. When it gives the turn up, its clock becomes the clock it got the turn
+// at plus the CPU time its thread used since (CLOCK_THREAD_CPUTIME_ID, one system call), or
+// the last value shown if that is later. The real time and the CPU time differ only when the
+// host took the CPU away from the holder meanwhile; the CPU time is the one meant, the real
+// time keeps nanotime() cheap between.
+//
+// Giving up the turn (switch_out, under reg): the holder's clock is settled, it takes its new
+// state, and the next member is picked: the ready member with the smallest clock, or a waiter
+// with a deadline that comes earlier, which then times out at its deadline. Ties go to the
+// member created first. The holder then sleeps on its own `turn` word until it is picked.
+//
+// The quantum. A member keeps the turn for at most a quantum of its clock while others are
+// due: checkpoint, called on every pass of schedule and findrunnable, looks at its clock every
+// eighth call, and when the quantum is over gives the turn to whoever is earliest (itself again,
+// most often, at the cost of a scan under reg). Code that reaches no checkpoint (a loop without
+// calls, a runtime loop that waits for another thread) is interrupted by the watchdog, a plain
+// thread outside virtual time: every half quantum of real time it looks at the holder, and if
+// the holder has passed no checkpoint for a whole quantum while another member is due before
+// the holder's clock, it sends the holder the quantum's signal. The handler gives up the turn
+// right there, in place, if the sched room says the interrupted code may wait (pausable: no
+// lock held, not in a library that takes locks we cannot see); otherwise it marks the quantum
+// due, for the thread's next hook, and the watchdog asks again a quantum later.
+//
+// Why a watchdog. A signal costs 20-30 us on the development VM (in a KVM guest). A perf
+// event counting each thread's CPU time (the first design) signalled at every quantum whether
+// or not the thread was at checkpoints: fib took twice its real time at a 50 us quantum; at
+// one signal per 20 quanta a hog's slice ended up to 8 ms late (sysmon runs only while the hog
+// waits for its turn); and restarting the event at each checkpoint (PERF_EVENT_IOC_PERIOD)
+// costs 5 us. The watchdog costs the members nothing while they reach checkpoints, signals a
+// hog only when someone else is due, and needs no perf_event_paranoid setting.
+#include "vtime.hpp"
+
+#include <errno.h>
+#include <sched.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <climits>
+#include <new>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "fatal.hpp"
+
+namespace nugo::detail::vtime {
+
+namespace internal {
+std::atomic<bool> enabled{false};
+}
+
+enum class State : std::uint8_t { running, ready, waiting, outside };
+
+struct Member {
+  int id = 0;                // creation order: ties between equal clocks go to the lower
+  State state = State::ready;
+  std::int64_t clock = 0;    // virtual ns; while running, as of the turn's start
+  // A waiter's word, deadline (INT64_MAX: none) and place in the order of waiting.
+  const void* wait_addr = nullptr;
+  std::int64_t deadline = INT64_MAX;
+  std::uint64_t wait_seq = 0;
+  std::atomic<std::uint32_t> turn{0};  // 1: it holds the turn (the kernel futex it sleeps on)
+  std::uint32_t nap_word = 0;          // a word nobody wakes, for nap
+  // The running member's bookkeeping: when its turn began, in each clock. clock0 and tsc0 are
+  // also read by the watchdog (atomic_ref, relaxed).
+  std::int64_t cpu0 = 0, clock0 = 0, shown = 0;
+  std::uint64_t tsc0 = 0;
+  std::int64_t quantum_end = 0;          // the clock its current quantum ends at
+  std::atomic<std::uint64_t> passes{0};  // checkpoints passed (the watchdog's sign of life)
+  std::int64_t left_real = 0;  // outside: when it left
+  bool quantum_due = false;
+  pid_t tid = 0;
+};
+
+namespace {
+
+constexpr std::int64_t kNever = INT64_MAX;
+// checkpoint reads the clock on every this many calls (a TSC read is 13 ns on the development
+// VM; schedule passes every goroutine, and at every pass fib took 15% longer in virtual time).
+constexpr std::uint64_t kPassesPerLook = 8;
+
+// reg: the registry's lock. A thread sets `busy` for as long as it holds it or is in the
+// middle of a turn change, so that its quantum's signal never re-enters.
+std::atomic<bool> reg{false};
+std::vector<Member*> members;  // by id
+std::vector<Member*> retired;  // records of threads that left, for prepare_member to reuse
+std::atomic<Member*> holder{nullptr};
+std::atomic<std::int64_t> latest{1'000'000'000};  // the clock of the latest turn (start: 1 s)
+Params params;
+double ns_per_tick = 1.0;  // the TSC's period (start())
+pid_t process_id = 0;
+std::thread watchdog;
+std::atomic<bool> watchdog_run{false};
+bool (*pausable_fn)(const void*) = nullptr;
+int next_id = 0;
+std::uint64_t next_wait_seq = 0;
+Report counts;
+
+thread_local Member* self __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool busy __attribute__((tls_model("initial-exec"))) = false;
+
+// Words non-members wait on in the kernel, so that a member's wake reaches them too.
+constexpr int kOutsideSlots = 64;
+std::atomic<const void*> outside_words[kOutsideSlots];
+std::atomic<int> outside_overflow{0};
+
+// The holder is the only member that runs, but a thread it just woke may run before it has
+// released reg (on the waker's CPU, even): after a short spin, give the CPU back.
+void lock() {
+  for (int spins = 0; reg.exchange(true, std::memory_order_acquire);)
+    while (reg.load(std::memory_order_relaxed))
+      if (++spins < 100)
+        __builtin_ia32_pause();
+      else
+        sched_yield();
+}
+void unlock() { reg.store(false, std::memory_order_release); }
+
+std::int64_t read_clock(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+std::int64_t real_ns() { return read_clock(CLOCK_MONOTONIC); }
+std::int64_t cpu_ns() { return read_clock(CLOCK_THREAD_CPUTIME_ID); }
+
+void kernel_wait(std::atomic<std::uint32_t>* w, std::uint32_t expected, const timespec* abs) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(w),
+          abs ? FUTEX_WAIT_BITSET_PRIVATE : FUTEX_WAIT_PRIVATE, expected, abs, nullptr,
+          abs ? FUTEX_BITSET_MATCH_ANY : 0);
+}
+void kernel_wake(const void* w, int count) {
+  syscall(SYS_futex, const_cast<void*>(w), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+// The running member's clock now.
+std::int64_t clock_at(Member* m, std::uint64_t tsc) {
+  const std::int64_t c0 = std::atomic_ref<std::int64_t>(m->clock0).load(std::memory_order_relaxed);
+  const std::uint64_t t0 = std::atomic_ref<std::uint64_t>(m->tsc0).load(std::memory_order_relaxed);
+  // Signed, and never negative: a thread that moved to another CPU may read a TSC a little
+  // behind the one its turn began on (the development VM's vCPUs differ by a few ns), and
+  // the unsigned difference would be 2^64 minus that.
+  const std::int64_t ticks = static_cast<std::int64_t>(tsc - t0);
+  return c0 + (ticks > 0 ? static_cast<std::int64_t>(static_cast<double>(ticks) * ns_per_tick) : 0);
+}
+
+void set_clock0(Member* m, std::int64_t c0) {
+  std::atomic_ref<std::int64_t>(m->clock0).store(c0, std::memory_order_relaxed);
+}
+
+std::int64_t running_clock(Member* m) {
+  std::int64_t c = clock_at(m, __rdtsc());
+  if (c < m->shown) c = m->shown;
+  m->shown = c;
+  return c;
+}
+
+void begin_turn(Member* m) {
+  m->cpu0 = cpu_ns();
+  std::atomic_ref<std::uint64_t>(m->tsc0).store(__rdtsc(), std::memory_order_relaxed);
+  set_clock0(m, m->clock);
+  m->shown = m->clock;
+  m->quantum_end = m->clock + params.quantum_ns;
+  m->quantum_due = false;
+  m->passes.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The running member's clock, settled by the CPU time its turn used.
+void settle(Member* m) {
+  std::int64_t c = m->clock0 + (cpu_ns() - m->cpu0);
+  m->clock = std::max(c, m->shown);
+}
+
+// The member that can go on earliest; a waiter picked for its deadline times out there.
+Member* pick() {
+  Member* best = nullptr;
+  std::int64_t best_key = 0;
+  for (Member* m : members) {
+    std::int64_t key;
+    if (m->state == State::ready)
+      key = m->clock;
+    else if (m->state == State::waiting && m->deadline != kNever)
+      key = std::max(m->clock, m->deadline);
+    else
+      continue;
+    if (!best || key < best_key) {  // members are in id order: the first of equals wins
+      best = m;
+      best_key = key;
+    }
+  }
+  if (best && best->state == State::waiting) {
+    best->clock = best_key;
+    best->wait_addr = nullptr;
+    ++counts.timed_out;
+  }
+  return best;
+}
+
+// Gives the turn to m (under reg). The caller wakes it (wake_granted) once it has released
+// reg: woken first, it could run on our CPU and spin on reg while we wait for that CPU.
+// Member records are never freed (detach keeps them for reuse), so a late wake is harmless.
+Member* grant(Member* m) {
+  m->state = State::running;
+  holder.store(m, std::memory_order_relaxed);
+  if (m->clock > latest.load(std::memory_order_relaxed))
+    latest.store(m->clock, std::memory_order_relaxed);
+  if (m->clock > counts.end_ns) counts.end_ns = m->clock;
+  m->turn.store(1, std::memory_order_release);
+  return m;
+}
+
+void wake_granted(Member* m) {
+  if (m) kernel_wake(&m->turn, 1);
+}
+
+// With no holder (a non-member made a member ready): the earliest member goes on.
+Member* grant_if_free() {
+  if (holder.load(std::memory_order_relaxed)) return nullptr;
+  Member* next = pick();
+  return next ? grant(next) : nullptr;
+}
+
+// The holder m gives up its turn, taking state s (under reg, which it releases); returns
+// once it holds the turn again, unless it left.
+void switch_out(Member* m, State s, bool leaving = false) {
+  const std::int64_t est = running_clock(m);  // enough to choose by; settled if the turn moves
+  m->clock = est;
+  m->state = s;
+  m->turn.store(0, std::memory_order_relaxed);
+  if (leaving) members.erase(std::find(members.begin(), members.end(), m));
+  holder.store(nullptr, std::memory_order_relaxed);
+  Member* next = pick();
+  if (next == m) {  // still the earliest: go on, without a system call, in a new quantum
+    set_clock0(m, m->clock0 + (m->clock - est));  // a wait that timed out jumps to its deadline
+    m->shown = m->clock;
+    m->state = State::running;
+    holder.store(m, std::memory_order_relaxed);
+    m->quantum_end = m->clock + params.quantum_ns;
+    m->quantum_due = false;
+    unlock();
+    return;
+  }
+  settle(m);
+  if (next) {
+    ++counts.turns;
+    grant(next);
+  }
+  if (leaving) retired.push_back(m);
+  unlock();
+  wake_granted(next);
+  if (leaving || s == State::outside) return;
+  while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
+  begin_turn(m);
+}
+
+// ---- the quantum ----
+
+void on_quantum(int, siginfo_t*, void* uc) {
+  int saved_errno = errno;
+  Member* m = self;
+  if (m && holder.load(std::memory_order_relaxed) == m) {
+    m->quantum_due = true;
+    if (!busy && pausable_fn && pausable_fn(uc)) {
+      busy = true;
+      lock();
+      ++counts.quanta;
+      ++counts.paused_by_signal;
+      switch_out(m, State::ready);
+      busy = false;
+    }
+  }
+  errno = saved_errno;
+}
+
+// The earliest time another member than h can go on at (kNever: none); under reg.
+std::int64_t earliest_other(const Member* h) {
+  std::int64_t best = kNever;
+  for (const Member* m : members) {
+    if (m == h) continue;
+    if (m->state == State::ready)
+      best = std::min(best, m->clock);
+    else if (m->state == State::waiting && m->deadline != kNever)
+      best = std::min(best, std::max(m->clock, m->deadline));
+  }
+  return best;
+}
+
+// The watchdog (see the top of the file). It takes reg only to look, and signals outside it.
+void watchdog_main() {
+  Member* last = nullptr;
+  std::uint64_t last_passes = 0;
+  std::int64_t since = 0;
+  const timespec half{0, static_cast<long>(params.quantum_ns / 2)};
+  while (watchdog_run.load(std::memory_order_acquire)) {
+    nanosleep(&half, nullptr);
+    Member* h = holder.load(std::memory_order_acquire);
+    if (!h) {
+      last = nullptr;
+      continue;
+    }
+    const std::uint64_t p = h->passes.load(std::memory_order_relaxed);
+    const std::int64_t t = real_ns();
+    if (h != last || p != last_passes) {
+      last = h;
+      last_passes = p;
+      since = t;
+      continue;
+    }
+    if (t - since < params.quantum_ns) continue;
+    lock();
+    pid_t tid = 0;
+    if (holder.load(std::memory_order_relaxed) == h && earliest_other(h) < clock_at(h, __rdtsc()))
+      tid = h->tid;
+    unlock();
+    if (tid) {
+      syscall(SYS_tgkill, process_id, tid, quantum_signal());
+      since = t;  // and again a quantum later, if it is still not at a checkpoint
+    }
+  }
+}
+
+// The median latency of a futex wake-up between two threads of this machine, one way.
+std::int64_t measure_wake_ns() {
+  constexpr int kRounds = 201;
+  std::atomic<std::uint32_t> ball{0};
+  std::vector<std::int64_t> trips;
+  std::thread partner([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      while (ball.load(std::memory_order_acquire) != 1) kernel_wait(&ball, 0, nullptr);
+      ball.store(0, std::memory_order_release);
+      kernel_wake(&ball, 1);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    std::int64_t t0 = real_ns();
+    ball.store(1, std::memory_order_release);
+    kernel_wake(&ball, 1);
+    while (ball.load(std::memory_order_acquire) != 0) kernel_wait(&ball, 1, nullptr);
+    trips.push_back(real_ns() - t0);
+  }
+  partner.join();
+  std::nth_element(trips.begin(), trips.begin() + kRounds / 2, trips.end());
+  return trips[kRounds / 2] / 2;
+}
+
+}  // namespace
+
+// ---- the run ----
+
+int quantum_signal() { return params.signal ? params.signal : SIGRTMAX - 1; }
+
+void start(const Params& p, bool (*pausable)(const void* uc)) {
+  params = p;
+  if (params.wake_ns < 0) params.wake_ns = measure_wake_ns();
+  // The TSC's rate, over 2 ms: the quantum is checked against it (checkpoint).
+  const std::int64_t r0 = real_ns();
+  const std::uint64_t t0 = __rdtsc();
+  timespec two_ms{0, 2'000'000};
+  nanosleep(&two_ms, nullptr);
+  const double ticks_per_ns =
+      static_cast<double>(__rdtsc() - t0) / static_cast<double>(real_ns() - r0);
+  ns_per_tick = 1.0 / ticks_per_ns;
+  process_id = getpid();
+  pausable_fn = pausable;
+  std::int64_t t = latest.load();
+  counts = Report{};
+  counts.on = true;
+  counts.quantum_ns = params.quantum_ns;
+  counts.wake_ns = params.wake_ns;
+  counts.start_ns = t;
+  counts.end_ns = t;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_quantum;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigfillset(&sa.sa_mask);  // no other handler runs inside it (the preemption's included)
+  if (sigaction(quantum_signal(), &sa, nullptr) != 0)
+    fatal("NUGO_VIRTUAL: cannot install a handler for signal %d", quantum_signal());
+  internal::enabled.store(true, std::memory_order_seq_cst);
+  watchdog_run.store(true, std::memory_order_release);
+  watchdog = std::thread(watchdog_main);
+}
+
+void stop() {
+  if (watchdog.joinable()) {
+    watchdog_run.store(false, std::memory_order_release);
+    watchdog.join();
+  }
+  lock();
+  if (!members.empty()) fatal("vtime::stop: %zu threads are still members", members.size());
+  unlock();
+  internal::enabled.store(false, std::memory_order_seq_cst);
+}
+
+Report report() {
+  lock();
+  Report r = counts;
+  unlock();
+  return r;
+}
+
+// ---- members ----
+
+Member* prepare_member() {
+  busy = true;
+  lock();
+  Member* m;
+  if (!retired.empty()) {
+    m = retired.back();
+    retired.pop_back();
+    m->~Member();
+    new (m) Member;
+  } else {
+    m = new Member;
+  }
+  m->id = next_id++;
+  m->clock = (self ? running_clock(self) : latest.load(std::memory_order_relaxed)) +
+             params.wake_ns;
+  m->state = State::ready;
+  members.push_back(m);
+  counts.peak_members = std::max(counts.peak_members, static_cast<int>(members.size()));
+  Member* woken = grant_if_free();
+  unlock();
+  wake_granted(woken);
+  busy = false;
+  return m;
+}
+
+void attach(Member* m) {
+  if (!m) return;  // virtual time is off
+  m->tid = static_cast<pid_t>(gettid());
+  self = m;
+  while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
+  begin_turn(m);
+}
+
+void detach() {
+  Member* m = self;
+  if (!m) return;
+  busy = true;  // from here on the quantum's signal leaves it alone
+  lock();
+  switch_out(m, State::ready, /*leaving=*/true);  // retires the record: reusable at once
+  busy = false;
+  self = nullptr;
+}
+
+bool member() { return self != nullptr; }
+
+std::int64_t now() {
+  if (Member* m = self) return running_clock(m);
+  return latest.load(std::memory_order_relaxed);
+}
+
+bool quantum_due() { return self && self->quantum_due; }
+
+// ---- the futex ----
+
+void wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, std::int64_t deadline_ns) {
+  Member* m = self;
+  busy = true;
+  lock();
+  if (addr->load(std::memory_order_relaxed) != expected) {
+    unlock();
+    busy = false;
+    return;
+  }
+  m->wait_addr = addr;
+  m->deadline = deadline_ns > 0 ? deadline_ns : kNever;
+  m->wait_seq = next_wait_seq++;
+  switch_out(m, State::waiting);
+  m->wait_addr = nullptr;
+  m->deadline = kNever;
+  busy = false;
+}
+
+void wake(std::atomic<std::uint32_t>* addr, int count) {
+  Member* waker = self;
+  busy = true;
+  lock();
+  const std::int64_t at =
+      (waker ? running_clock(waker) : latest.load(std::memory_order_relaxed)) + params.wake_ns;
+  for (int woken = 0; woken < count; ++woken) {
+    Member* first = nullptr;  // the earliest waiter on addr, as the kernel's queue would
+    for (Member* m : members)
+      if (m->state == State::waiting && m->wait_addr == addr &&
+          (!first || m->wait_seq < first->wait_seq))
+        first = m;
+    if (!first) break;
+    first->state = State::ready;
+    first->wait_addr = nullptr;
+    first->clock = std::max(first->clock, at);
+  }
+  Member* granted = waker ? nullptr : grant_if_free();
+  unlock();
+  wake_granted(granted);
+  busy = false;
+  // A thread outside virtual time may sleep on the same word in the kernel (the main thread
+  // on main_done): the store before this call, this fence, and wait_outside's slot-then-
+  // futex make sure that either we see its slot or its futex sees the new value.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool outside = outside_overflow.load(std::memory_order_relaxed) > 0;
+  for (int i = 0; i < kOutsideSlots && !outside; ++i)
+    outside = outside_words[i].load(std::memory_order_relaxed) == addr;
+  if (outside) kernel_wake(addr, count);
+}
+
+void wait_outside(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
+                  std::int64_t deadline_ns) {
+  int slot = -1;
+  for (int i = 0; i < kOutsideSlots && slot < 0; ++i) {
+    const void* none = nullptr;
+    if (outside_words[i].compare_exchange_strong(none, addr)) slot = i;
+  }
+  if (slot < 0) outside_overflow.fetch_add(1);
+  timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
+              static_cast<long>(deadline_ns % 1'000'000'000)};
+  kernel_wait(addr, expected, deadline_ns > 0 ? &ts : nullptr);
+  if (slot >= 0)
+    outside_words[slot].store(nullptr, std::memory_order_release);
+  else
+    outside_overflow.fetch_sub(1);
+}
+
+// ---- spinning, sleeping, charging ----
+
+void yield() {
+  Member* m = self;
+  if (!m) return;
+  busy = true;
+  lock();
+  switch_out(m, State::ready);
+  busy = false;
+}
+
+void nap(std::int64_t ns) {
+  Member* m = self;
+  if (!m) return;
+  auto* word = reinterpret_cast<std::atomic<std::uint32_t>*>(&m->nap_word);
+  wait(word, 0, now() + ns);
+}
+
+void checkpoint() {
+  Member* m = self;
+  if (!m || busy || holds_locks()) return;
+  const std::uint64_t p = m->passes.load(std::memory_order_relaxed) + 1;
+  m->passes.store(p, std::memory_order_relaxed);
+  if (!m->quantum_due && (p % kPassesPerLook != 0 || running_clock(m) < m->quantum_end)) return;
+  busy = true;
+  lock();
+  ++counts.quanta;
+  switch_out(m, State::ready);
+  busy = false;
+}
+
+std::int64_t stamp() {
+  if (Member* m = self) return m->shown;
+  return latest.load(std::memory_order_relaxed);
+}
+
+void advance_to(std::int64_t t) {
+  Member* m = self;
+  if (!m || t <= m->shown) return;  // shown is never ahead of the clock: no read needed
+  std::int64_t c = running_clock(m);
+  if (t > c) {
+    set_clock0(m, m->clock0 + (t - c));
+    m->shown = t;
+  }
+}
+
+void charge(std::int64_t ns) {
+  if (Member* m = self) {
+    set_clock0(m, m->clock0 + ns);
+    m->shown += ns;
+  }
+}
+
+void leave() {
+  Member* m = self;
+  if (!m) return;
+  busy = true;
+  lock();
+  m->left_real = real_ns();
+  switch_out(m, State::outside);
+  busy = false;
+}
+
+void rejoin() {
+  Member* m = self;
+  if (!m) return;
+  busy = true;
+  lock();
+  m->clock += real_ns() - m->left_real;
+  m->state = State::ready;
+  Member* granted = grant_if_free();
+  unlock();
+  wake_granted(granted);
+  while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
+  begin_turn(m);
+  busy = false;
+}
+
+}  // namespace nugo::detail::vtime

@@ -1,0 +1,148 @@
+// Virtual time: the runtime's own threads on a virtual many-CPU machine, one at a time, in the
+// order of their virtual clocks (core/src/base/README.md, "Virtual time", is the design essay).
+//
+// Built only with -DNUGO_VIRTUAL_TIME=ON and switched on by NUGO_VIRTUAL. Every other build
+// sees the inline stubs below: on() is a constant false, and each hook folds away, so a normal
+// build does not pay for the mode.
+//
+// The model, in brief. Every thread of the runtime (each M, and sysmon) is a member with a
+// virtual clock. Exactly one member runs at a time: it holds the turn. When it waits (a futex
+// wait, the one place where the runtime sleeps), spins (a yield or a nap) or has used a
+// quantum of CPU time, its clock advances by the CPU time it used, and the turn goes to the
+// member that can go on earliest in virtual time: the ready member with the smallest clock,
+// or a waiting member whose deadline comes first (conservative discrete-event order; ties go
+// to the older member). A wake-up makes its waiter ready at the waker's time plus the cost of a
+// wake-up. Threads that are not members (the program's main thread, the tracer's writer, a
+// foreign thread) run outside virtual time, as before, and see the clock of the latest turn.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace nugo::detail::vtime {
+
+struct Member;
+
+#if NUGO_VIRTUAL_TIME
+inline constexpr bool kBuilt = true;
+#else
+inline constexpr bool kBuilt = false;
+#endif
+
+// The parameters of a run (Config::VirtualTime, NUGO_VIRTUAL), in nanoseconds.
+struct Params {
+  std::int64_t quantum_ns = 50'000;  // a member runs at most this much CPU time per turn
+  std::int64_t wake_ns = -1;         // a futex wake-up's latency; -1: measured at start()
+  int signal = 0;                    // the quantum's signal (0: SIGRTMAX - 1)
+};
+
+// What a finished or running virtual run did, for the statistics.
+struct Report {
+  bool on = false;
+  std::int64_t quantum_ns = 0, wake_ns = 0;
+  std::int64_t start_ns = 0;   // virtual time at start()
+  std::int64_t end_ns = 0;     // the latest clock a turn was granted at (so far)
+  std::uint64_t turns = 0;     // turns granted to a member other than the one giving it up
+  std::uint64_t quanta = 0;    // turns given up because a quantum was used
+  std::uint64_t paused_by_signal = 0;  // of those, where the quantum's signal found the thread
+  std::uint64_t timed_out = 0;  // waits that ended at their deadline
+  int peak_members = 0;
+};
+
+#if NUGO_VIRTUAL_TIME
+
+namespace internal {
+extern std::atomic<bool> enabled;
+// The runtime locks (Lock, SpinLock, spin_lock) the thread holds: the quantum's signal pauses
+// a thread only while it holds none (a waiter would spin or sleep for a thread that waits for
+// its turn behind it).
+inline thread_local int locks_held __attribute__((tls_model("initial-exec"))) = 0;
+}
+inline void lock_taken() { ++internal::locks_held; }
+inline void lock_released() { --internal::locks_held; }
+inline bool holds_locks() { return internal::locks_held != 0; }
+inline bool on() { return internal::enabled.load(std::memory_order_relaxed); }
+
+// Starts virtual time for a run (the caller is not a member): measures what p leaves to
+// measurement and installs the quantum's signal. pausable(uc) says whether a member that the
+// signal interrupted at uc may wait for its next turn right there (sched/preempt.cpp: in a
+// goroutine's own code, holding no lock); else it gives up its turn at its next hook.
+void start(const Params& p, bool (*pausable)(const void* uc));
+// After the last member left (run() joined them): the clock is the real one again until the
+// next start(), which goes on from the virtual time this run ended at.
+void stop();
+Report report();
+// The quantum's signal (blocked in the preemption's handler, which it must not interrupt).
+int quantum_signal();
+
+// The creator's half of a new member thread: its record, ready at the creator's time plus
+// a wake-up's latency (the creator's own cost, the clone, is in its CPU time). The new thread calls attach first, which waits for its turn.
+Member* prepare_member();
+void attach(Member* m);
+// The calling member leaves: it gives up its turn for good (the last thing a thread does).
+void detach();
+bool member();
+
+// The clock: a member's virtual clock, anyone else's the clock of the latest turn.
+std::int64_t now();
+// A cheap lower bound of now() (the last value the member was shown; no clock read): the stamp
+// of a goroutine made runnable (sched/g.hpp), which a thief's clock is moved forward to.
+std::int64_t stamp();
+
+// The futex, emulated for members (base/futex.cpp calls these when on()). wait returns when
+// woken, at the deadline (0: none; virtual nanoseconds), or at once if *addr != expected.
+void wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, std::int64_t deadline_ns);
+void wake(std::atomic<std::uint32_t>* addr, int count);
+// A non-member's kernel wait on addr, which wake must then also wake in the kernel.
+void wait_outside(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
+                  std::int64_t deadline_ns);
+
+// A spin loop's turn: lets any member whose clock is earlier run first.
+void yield();
+// Sleeps ns of virtual time (a member with nothing to do for a while).
+void nap(std::int64_t ns);
+// Gives up the turn if the quantum is used up (called where no lock is held: schedule, the
+// end of runtime code, the last unlock of a thread lock).
+void checkpoint();
+bool quantum_due();
+// Adds a modelled cost to the calling member's clock.
+void charge(std::int64_t ns);
+// Moves the calling member's clock forward to t if it is behind: it takes something (a P, a
+// goroutine) that another member released at virtual time t, and cannot have it earlier.
+void advance_to(std::int64_t t);
+// A blocking system call: the member leaves virtual time, and comes back with its clock
+// advanced by the real time it spent outside.
+void leave();
+void rejoin();
+
+#else
+
+inline bool on() { return false; }
+inline void lock_taken() {}
+inline void lock_released() {}
+inline bool holds_locks() { return false; }
+inline std::int64_t now() { return 0; }
+inline std::int64_t stamp() { return 0; }
+inline bool member() { return false; }
+inline void wait(std::atomic<std::uint32_t>*, std::uint32_t, std::int64_t) {}
+inline void wake(std::atomic<std::uint32_t>*, int) {}
+inline void wait_outside(std::atomic<std::uint32_t>*, std::uint32_t, std::int64_t) {}
+inline void yield() {}
+inline void nap(std::int64_t) {}
+inline void checkpoint() {}
+inline bool quantum_due() { return false; }
+inline void charge(std::int64_t) {}
+inline void advance_to(std::int64_t) {}
+inline void leave() {}
+inline void rejoin() {}
+inline Report report() { return {}; }
+inline void start(const Params&, bool (*)(const void*)) {}
+inline void stop() {}
+inline Member* prepare_member() { return nullptr; }
+inline void attach(Member*) {}
+inline void detach() {}
+inline int quantum_signal() { return 0; }
+
+#endif
+
+}  // namespace nugo::detail::vtime
