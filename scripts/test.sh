@@ -9,13 +9,17 @@
 #   scripts/test.sh --build-type=TYPE    the suite in another CMake build type (Debug, Release,
 #                                        MinSizeRel) in build-TYPE/; Release is what
 #                                        reproduce.sh and most library users build
+#   scripts/test.sh --virtual            the virtual-time build (Release, -DNUGO_VIRTUAL_TIME=ON)
+#                                        in build-virtual/, and its tests (label virtual: the
+#                                        mode's own, and the scheduler suites in virtual time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: scripts/test.sh [--sanitize=address|thread | --thread-safety | --build-type=TYPE]" >&2; exit 2; }
+usage() { echo "usage: scripts/test.sh [--sanitize=address|thread | --thread-safety | --virtual | --build-type=TYPE]" >&2; exit 2; }
 
 sanitize=""
 thread_safety=""
+virtual=""
 build_type=RelWithDebInfo
 for arg in "$@"; do
   case "$arg" in
@@ -23,6 +27,7 @@ for arg in "$@"; do
       build_type=${arg#--build-type=} ;;
     --build-type=*) echo "test.sh: unknown build type '${arg#--build-type=}' (Debug, Release, RelWithDebInfo, MinSizeRel)" >&2; exit 2 ;;
     --thread-safety) thread_safety=1 ;;
+    --virtual) virtual=1 ;;
     --sanitize=address) sanitize=address ;;
     --sanitize=thread) sanitize=thread ;;
     --sanitize=*) echo "test.sh: unsupported sanitizer '${arg#--sanitize=}' (supported: address, thread)" >&2; exit 2 ;;
@@ -42,6 +47,14 @@ if [ -n "$thread_safety" ]; then
 fi
 
 bash scripts/bootstrap.sh
+
+if [ -n "$virtual" ]; then
+  [ -n "$sanitize" ] && { echo "test.sh: --virtual with a sanitizer is not a configuration CI runs" >&2; exit 2; }
+  cmake -S . -B build-virtual -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_VIRTUAL_TIME=ON
+  cmake --build build-virtual -j "$(nproc)"
+  ctest --test-dir build-virtual --output-on-failure -j "$(nproc)" -L virtual
+  exit 0
+fi
 
 build=build
 [ "$build_type" != RelWithDebInfo ] && build=build-$build_type

@@ -85,7 +85,29 @@ struct Member {
   std::atomic<std::uint64_t> passes{0};  // checkpoints passed (the watchdog's sign of life)
   std::int64_t left_real = 0;  // outside: when it left
   bool quantum_due = false;
+  std::atomic<bool> signalled{false};  // the watchdog's signal is on its way (one at a time)
   pid_t tid = 0;
+
+  // A retired record made new for its next thread, field by field (the watchdog may still be
+  // reading the one it last saw: no destructor and placement new under it).
+  void reset(int new_id) {
+    id = new_id;
+    state = State::ready;
+    clock = 0;
+    wait_addr = nullptr;
+    deadline = INT64_MAX;
+    wait_seq = 0;
+    turn.store(0, std::memory_order_relaxed);
+    cpu0 = shown = 0;
+    std::atomic_ref<std::int64_t>(clock0).store(0, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(tsc0).store(0, std::memory_order_relaxed);
+    quantum_end = 0;
+    passes.store(0, std::memory_order_relaxed);
+    left_real = 0;
+    quantum_due = false;
+    signalled.store(false, std::memory_order_relaxed);
+    tid = 0;
+  }
 };
 
 namespace {
@@ -113,7 +135,24 @@ std::uint64_t next_wait_seq = 0;
 Report counts;
 
 thread_local Member* self __attribute__((tls_model("initial-exec"))) = nullptr;
+// The thread is in the middle of a turn change, or of setting its clock: its quantum's signal
+// must not pause it (set_busy orders it against the handler, on the same thread).
 thread_local bool busy __attribute__((tls_model("initial-exec"))) = false;
+// The thread holds reg (any thread: report() and stop() take it too): the same for the handler,
+// which would otherwise spin on a lock its own thread holds.
+thread_local int in_reg __attribute__((tls_model("initial-exec"))) = 0;
+// The thread is a member inside a system call's body (leave to rejoin): outside virtual time,
+// where it must behave as a non-member (it does not hold the turn).
+thread_local bool outside __attribute__((tls_model("initial-exec"))) = false;
+
+void set_busy(bool b) {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  busy = b;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+// The calling thread as a member that holds or waits for the turn; null outside virtual time.
+Member* active() { return outside ? nullptr : self; }
 
 // Words non-members wait on in the kernel, so that a member's wake reaches them too.
 constexpr int kOutsideSlots = 64;
@@ -123,6 +162,8 @@ std::atomic<int> outside_overflow{0};
 // The holder is the only member that runs, but a thread it just woke may run before it has
 // released reg (on the waker's CPU, even): after a short spin, give the CPU back.
 void lock() {
+  ++in_reg;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   for (int spins = 0; reg.exchange(true, std::memory_order_acquire);)
     while (reg.load(std::memory_order_relaxed))
       if (++spins < 100)
@@ -130,7 +171,11 @@ void lock() {
       else
         sched_yield();
 }
-void unlock() { reg.store(false, std::memory_order_release); }
+void unlock() {
+  reg.store(false, std::memory_order_release);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --in_reg;
+}
 
 std::int64_t read_clock(clockid_t id) {
   timespec ts;
@@ -164,9 +209,14 @@ void set_clock0(Member* m, std::int64_t c0) {
   std::atomic_ref<std::int64_t>(m->clock0).store(c0, std::memory_order_relaxed);
 }
 
+// The running member's clock now, without showing it: for choosing who goes next. Only what
+// callers are shown (running_clock) binds the clock from below, so that the CPU time settles
+// the rest (settle).
+std::int64_t peek_clock(Member* m) { return std::max(clock_at(m, __rdtsc()), m->shown); }
+
+// The running member's clock now, shown to its caller: never less from then on.
 std::int64_t running_clock(Member* m) {
-  std::int64_t c = clock_at(m, __rdtsc());
-  if (c < m->shown) c = m->shown;
+  const std::int64_t c = peek_clock(m);
   m->shown = c;
   return c;
 }
@@ -187,23 +237,36 @@ void settle(Member* m) {
   m->clock = std::max(c, m->shown);
 }
 
-// The member that can go on earliest; a waiter picked for its deadline times out there.
+// The member that can go on earliest; a waiter picked for its deadline times out there. A
+// member outside virtual time (in a system call) is an event to come at its clock plus the
+// real time it has been out so far: nobody goes on later than that, or virtual time would race
+// ahead of the call (its waiters timing out one deadline after another in no real time) and
+// the call would come back into a past the others have already seen. Then the turn stays free
+// until real time catches up (the watchdog grants it) or the call comes back (rejoin).
 Member* pick() {
   Member* best = nullptr;
   std::int64_t best_key = 0;
+  std::int64_t bound = kNever;
+  std::int64_t real_now = -1;
   for (Member* m : members) {
     std::int64_t key;
-    if (m->state == State::ready)
+    if (m->state == State::ready) {
       key = m->clock;
-    else if (m->state == State::waiting && m->deadline != kNever)
+    } else if (m->state == State::waiting && m->deadline != kNever) {
       key = std::max(m->clock, m->deadline);
-    else
+    } else {
+      if (m->state == State::outside) {
+        if (real_now < 0) real_now = real_ns();
+        bound = std::min(bound, m->clock + (real_now - m->left_real));
+      }
       continue;
+    }
     if (!best || key < best_key) {  // members are in id order: the first of equals wins
       best = m;
       best_key = key;
     }
   }
+  if (best && best_key > bound) return nullptr;
   if (best && best->state == State::waiting) {
     best->clock = best_key;
     best->wait_addr = nullptr;
@@ -239,7 +302,7 @@ Member* grant_if_free() {
 // The holder m gives up its turn, taking state s (under reg, which it releases); returns
 // once it holds the turn again, unless it left.
 void switch_out(Member* m, State s, bool leaving = false) {
-  const std::int64_t est = running_clock(m);  // enough to choose by; settled if the turn moves
+  const std::int64_t est = peek_clock(m);  // enough to choose by; settled if the turn moves
   m->clock = est;
   m->state = s;
   m->turn.store(0, std::memory_order_relaxed);
@@ -247,8 +310,10 @@ void switch_out(Member* m, State s, bool leaving = false) {
   holder.store(nullptr, std::memory_order_relaxed);
   Member* next = pick();
   if (next == m) {  // still the earliest: go on, without a system call, in a new quantum
-    set_clock0(m, m->clock0 + (m->clock - est));  // a wait that timed out jumps to its deadline
-    m->shown = m->clock;
+    if (m->clock != est) {  // a wait that timed out: its clock jumps to the deadline
+      set_clock0(m, m->clock0 + (m->clock - est));
+      m->shown = m->clock;
+    }
     m->state = State::running;
     holder.store(m, std::memory_order_relaxed);
     m->quantum_end = m->clock + params.quantum_ns;
@@ -273,16 +338,17 @@ void switch_out(Member* m, State s, bool leaving = false) {
 
 void on_quantum(int, siginfo_t*, void* uc) {
   int saved_errno = errno;
-  Member* m = self;
+  Member* m = active();
+  if (m) m->signalled.store(false, std::memory_order_relaxed);
   if (m && holder.load(std::memory_order_relaxed) == m) {
     m->quantum_due = true;
-    if (!busy && pausable_fn && pausable_fn(uc)) {
-      busy = true;
+    if (!busy && in_reg == 0 && pausable_fn && pausable_fn(uc)) {
+      set_busy(true);
       lock();
       ++counts.quanta;
       ++counts.paused_by_signal;
       switch_out(m, State::ready);
-      busy = false;
+      set_busy(false);
     }
   }
   errno = saved_errno;
@@ -312,6 +378,11 @@ void watchdog_main() {
     Member* h = holder.load(std::memory_order_acquire);
     if (!h) {
       last = nullptr;
+      // A turn held back for a member in a system call (pick): give it once real time allows.
+      lock();
+      Member* granted = members.empty() ? nullptr : grant_if_free();
+      unlock();
+      wake_granted(granted);
       continue;
     }
     const std::uint64_t p = h->passes.load(std::memory_order_relaxed);
@@ -325,7 +396,12 @@ void watchdog_main() {
     if (t - since < params.quantum_ns) continue;
     lock();
     pid_t tid = 0;
-    if (holder.load(std::memory_order_relaxed) == h && earliest_other(h) < clock_at(h, __rdtsc()))
+    // Not a member whose first turn has not begun (passes 0: its clock is not set yet), and
+    // one signal at a time (a real-time signal queues: a thread that cannot pause for a while
+    // would otherwise meet them all later).
+    if (holder.load(std::memory_order_relaxed) == h && p != 0 &&
+        earliest_other(h) < clock_at(h, __rdtsc()) &&
+        !h->signalled.exchange(true, std::memory_order_relaxed))
       tid = h->tid;
     unlock();
     if (tid) {
@@ -367,7 +443,8 @@ int quantum_signal() { return params.signal ? params.signal : SIGRTMAX - 1; }
 
 void start(const Params& p, bool (*pausable)(const void* uc)) {
   params = p;
-  if (params.wake_ns < 0) params.wake_ns = measure_wake_ns();
+  // Measured, within Config's bounds (a busy host can make one hand-off take milliseconds).
+  if (params.wake_ns < 0) params.wake_ns = std::min<std::int64_t>(measure_wake_ns(), 1'000'000);
   // The TSC's rate, over 2 ms: the quantum is checked against it (checkpoint).
   const std::int64_t r0 = real_ns();
   const std::uint64_t t0 = __rdtsc();
@@ -417,19 +494,19 @@ Report report() {
 // ---- members ----
 
 Member* prepare_member() {
-  busy = true;
+  set_busy(true);
   lock();
   Member* m;
   if (!retired.empty()) {
     m = retired.back();
     retired.pop_back();
-    m->~Member();
-    new (m) Member;
+    m->reset(next_id++);
   } else {
     m = new Member;
+    m->id = next_id++;
   }
-  m->id = next_id++;
-  m->clock = (self ? running_clock(self) : latest.load(std::memory_order_relaxed)) +
+  Member* creator = active();
+  m->clock = (creator ? running_clock(creator) : latest.load(std::memory_order_relaxed)) +
              params.wake_ns;
   m->state = State::ready;
   members.push_back(m);
@@ -437,46 +514,52 @@ Member* prepare_member() {
   Member* woken = grant_if_free();
   unlock();
   wake_granted(woken);
-  busy = false;
+  set_busy(false);
   return m;
 }
 
 void attach(Member* m) {
   if (!m) return;  // virtual time is off
   m->tid = static_cast<pid_t>(gettid());
+  set_busy(true);  // until its clock is set: the watchdog may signal it as soon as it is granted
   self = m;
   while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
   begin_turn(m);
+  set_busy(false);
 }
 
 void detach() {
   Member* m = self;
   if (!m) return;
-  busy = true;  // from here on the quantum's signal leaves it alone
+  set_busy(true);  // from here on the quantum's signal leaves it alone
   lock();
   switch_out(m, State::ready, /*leaving=*/true);  // retires the record: reusable at once
-  busy = false;
+  set_busy(false);
   self = nullptr;
 }
 
-bool member() { return self != nullptr; }
+bool member() { return active() != nullptr; }
 
 std::int64_t now() {
-  if (Member* m = self) return running_clock(m);
+  if (Member* m = active()) return running_clock(m);
+  if (Member* m = self) return m->clock + (real_ns() - m->left_real);  // in a system call
   return latest.load(std::memory_order_relaxed);
 }
 
-bool quantum_due() { return self && self->quantum_due; }
+bool quantum_due() {
+  Member* m = active();
+  return m && m->quantum_due;
+}
 
 // ---- the futex ----
 
 void wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, std::int64_t deadline_ns) {
-  Member* m = self;
-  busy = true;
+  Member* m = active();
+  set_busy(true);
   lock();
   if (addr->load(std::memory_order_relaxed) != expected) {
     unlock();
-    busy = false;
+    set_busy(false);
     return;
   }
   m->wait_addr = addr;
@@ -485,12 +568,12 @@ void wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, std::int64_t
   switch_out(m, State::waiting);
   m->wait_addr = nullptr;
   m->deadline = kNever;
-  busy = false;
+  set_busy(false);
 }
 
 void wake(std::atomic<std::uint32_t>* addr, int count) {
-  Member* waker = self;
-  busy = true;
+  Member* waker = active();
+  set_busy(true);
   lock();
   const std::int64_t at =
       (waker ? running_clock(waker) : latest.load(std::memory_order_relaxed)) + params.wake_ns;
@@ -508,7 +591,7 @@ void wake(std::atomic<std::uint32_t>* addr, int count) {
   Member* granted = waker ? nullptr : grant_if_free();
   unlock();
   wake_granted(granted);
-  busy = false;
+  set_busy(false);
   // A thread outside virtual time may sleep on the same word in the kernel (the main thread
   // on main_done): the store before this call, this fence, and wait_outside's slot-then-
   // futex make sure that either we see its slot or its futex sees the new value.
@@ -539,70 +622,77 @@ void wait_outside(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
 // ---- spinning, sleeping, charging ----
 
 void yield() {
-  Member* m = self;
+  Member* m = active();
   if (!m) return;
-  busy = true;
+  set_busy(true);
   lock();
   switch_out(m, State::ready);
-  busy = false;
+  set_busy(false);
 }
 
 void nap(std::int64_t ns) {
-  Member* m = self;
+  Member* m = active();
   if (!m) return;
   auto* word = reinterpret_cast<std::atomic<std::uint32_t>*>(&m->nap_word);
   wait(word, 0, now() + ns);
 }
 
 void checkpoint() {
-  Member* m = self;
+  Member* m = active();
   if (!m || busy || holds_locks()) return;
   const std::uint64_t p = m->passes.load(std::memory_order_relaxed) + 1;
   m->passes.store(p, std::memory_order_relaxed);
-  if (!m->quantum_due && (p % kPassesPerLook != 0 || running_clock(m) < m->quantum_end)) return;
-  busy = true;
+  if (!m->quantum_due && (p % kPassesPerLook != 0 || peek_clock(m) < m->quantum_end)) return;
+  set_busy(true);
   lock();
   ++counts.quanta;
   switch_out(m, State::ready);
-  busy = false;
+  set_busy(false);
 }
 
 std::int64_t stamp() {
-  if (Member* m = self) return m->shown;
+  if (Member* m = active()) return m->shown;
   return latest.load(std::memory_order_relaxed);
 }
 
 void advance_to(std::int64_t t) {
-  Member* m = self;
+  Member* m = active();
   if (!m || t <= m->shown) return;  // shown is never ahead of the clock: no read needed
+  set_busy(true);  // a pause between the read and the write would lose its own time
   std::int64_t c = running_clock(m);
   if (t > c) {
     set_clock0(m, m->clock0 + (t - c));
     m->shown = t;
   }
+  set_busy(false);
 }
 
 void charge(std::int64_t ns) {
-  if (Member* m = self) {
+  if (Member* m = active()) {
+    set_busy(true);
     set_clock0(m, m->clock0 + ns);
     m->shown += ns;
+    set_busy(false);
   }
 }
 
 void leave() {
-  Member* m = self;
+  Member* m = active();
   if (!m) return;
-  busy = true;
+  set_busy(true);
   lock();
   m->left_real = real_ns();
+  m->quantum_due = false;
   switch_out(m, State::outside);
-  busy = false;
+  outside = true;  // until rejoin: a non-member (active() is null)
+  set_busy(false);
 }
 
 void rejoin() {
   Member* m = self;
-  if (!m) return;
-  busy = true;
+  if (!m || !outside) return;
+  set_busy(true);
+  outside = false;
   lock();
   m->clock += real_ns() - m->left_real;
   m->state = State::ready;
@@ -611,7 +701,7 @@ void rejoin() {
   wake_granted(granted);
   while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
   begin_turn(m);
-  busy = false;
+  set_busy(false);
 }
 
 }  // namespace nugo::detail::vtime

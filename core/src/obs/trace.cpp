@@ -250,6 +250,9 @@ void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_
                  std::uint8_t b, Stamp stamp) {
   M* m = getm();
   if (!m) return shared_event({0, kind, b, static_cast<std::int16_t>(p), x, g, arg});
+  // Counted as a lock (virtual time): trace stop spins on trace_busy, so the quantum's signal
+  // must not pause a recorder inside this window (vtime.hpp).
+  vtime::lock_taken();
   if (trace_fence_by_membarrier.load(rlx)) {
     m->trace_busy.store(1, rlx);
     std::atomic_signal_fence(sc);
@@ -258,6 +261,7 @@ void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_
   }
   if (!trace_on.load(std::memory_order_acquire)) [[unlikely]] {
     m->trace_busy.store(0, std::memory_order_release);
+    vtime::lock_released();
     return;
   }
   TraceBuf* buf = m->trace_buf;
@@ -267,6 +271,7 @@ void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_
   const std::uint64_t at = buf->put({ts, kind, b, static_cast<std::int16_t>(p), x, g, arg});
   m->trace_lent = stamp == Stamp::lend ? at : 0;
   m->trace_busy.store(0, std::memory_order_release);
+  vtime::lock_released();
 }
 
 namespace {

@@ -185,6 +185,9 @@ void newm(Domain* d, P* pp, bool spinning) {
 
 // The calling M's thread is about to end: it no longer counts, and newm may reuse the M.
 void mexit(M* m) {
+  // In virtual time the thread leaves first: once on freem, newm may join it, in the kernel,
+  // holding the turn, and a member that waited for its turn here would never end.
+  vtime::detach();
   sched->mlock.lock();
   sched->mcount.fetch_sub(1, std::memory_order_relaxed);
   sched->freem.push_back(m);

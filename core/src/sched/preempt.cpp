@@ -332,12 +332,18 @@ void init(const Config& cfg) {
   // (a user's handler, installed before this run) is what we chain to.
   struct sigaction current {};
   sigaction(preempt_sig, nullptr, &current);
-  if (!(current.sa_flags & SA_SIGINFO) || current.sa_sigaction != on_signal) {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (vtime::on()) sigaddset(&sa.sa_mask, vtime::quantum_signal());
+  struct sigaction sa {};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  // In virtual time the quantum's signal must not pause a thread inside this handler.
+  if (vtime::on()) sigaddset(&sa.sa_mask, vtime::quantum_signal());
+  if (current.sa_flags & SA_SIGINFO && current.sa_sigaction == on_signal) {
+    // Ours, from an earlier run(): in virtual time, the mask as this run needs it (an earlier
+    // run may have been in real time), the chain as it was.
+    if (vtime::on() && sigaction(preempt_sig, &sa, nullptr) != 0)
+      fatal("preempt: cannot install a handler for signal %d", preempt_sig);
+  } else {
     if (sigaction(preempt_sig, &sa, &previous_action[preempt_sig]) != 0)
       fatal("preempt: cannot install a handler for signal %d", preempt_sig);
   }

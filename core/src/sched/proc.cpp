@@ -235,6 +235,9 @@ namespace {
 
 // Runs gp on the current M until it switches back, then finishes the switch on g0.
 Next execute(M* m, G* gp, bool inherit_time) {
+#if NUGO_VIRTUAL_TIME
+  if (vtime::on()) vtime::advance_to(gp->vready);  // not before it became runnable
+#endif
   P* pp = m->p;
   m->curg = gp;
   tls_g = gp;
@@ -248,9 +251,6 @@ Next execute(M* m, G* gp, bool inherit_time) {
     pp->schedtick.store(pp->schedtick.load(rlx) + 1, rlx);
     if (pp->preempt.load(rlx)) pp->preempt.store(false, rlx);
   }
-#if NUGO_VIRTUAL_TIME
-  if (vtime::on()) vtime::advance_to(gp->vready);  // not before it became runnable
-#endif
   if (!gp->ctx) {
     // First run: the stack is bound now, not at spawn (core/README.md, "Lazy stacks").
     gp->stack = stackalloc(pp);
