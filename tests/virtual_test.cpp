@@ -77,8 +77,10 @@ TEST_CASE("an hour of virtual sleep takes the clock an hour ahead, in seconds of
 
 TEST_CASE("sleeping goroutines wake in the order of their deadlines, in virtual time",
           "[virtual]") {
-  // In real time on a loaded 2-CPU machine 1 ms apart could come out of order; in virtual
-  // time the timers fire by their deadlines, whatever the machine is doing.
+  // In real time on a loaded 2-CPU machine deadlines 5 ms apart can come out of order; in
+  // virtual time the timers fire by their deadlines. (Not whatever the machine does: a thread
+  // that the host deschedules while it holds the turn and reads the clock is charged that
+  // time, so the tests of this binary run alone, RUN_SERIAL.)
   std::vector<int> order;
   std::mutex mu;
   nugo::run(
@@ -87,7 +89,7 @@ TEST_CASE("sleeping goroutines wake in the order of their deadlines, in virtual 
         for (int i = 63; i >= 0; --i) {
           wg.add(1);
           nugo::go([&, i] {
-            nugo::sleep_for(std::chrono::milliseconds(10 + i));
+            nugo::sleep_for(std::chrono::milliseconds(10 + 5 * i));
             std::lock_guard lock(mu);
             order.push_back(i);
             wg.done();
@@ -120,8 +122,8 @@ TEST_CASE("at 1 and 2 virtual CPUs on this machine, fib's virtual time is its re
   for (int procs : {1, 2}) {
     nugo::Config real_cfg = nugo::Config::from_env();
     real_cfg.procs = procs;
-    auto real = time_fib(real_cfg, 22, 3);
-    auto virt = time_fib(virtual_config(procs), 22, 3);
+    auto real = time_fib(real_cfg, 23, 5);
+    auto virt = time_fib(virtual_config(procs), 23, 5);
     INFO(procs << " P: real " << real.count() / 1000 << " us, virtual " << virt.count() / 1000
                << " us");
     CHECK(virt < real * 2);

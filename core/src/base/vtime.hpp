@@ -7,13 +7,14 @@
 //
 // The model, in brief. Every thread of the runtime (each M, and sysmon) is a member with a
 // virtual clock. Exactly one member runs at a time: it holds the turn. When it waits (a futex
-// wait, the one place where the runtime sleeps), spins (a yield or a nap) or has used a
-// quantum of CPU time, its clock advances by the CPU time it used, and the turn goes to the
-// member that can go on earliest in virtual time: the ready member with the smallest clock,
-// or a waiting member whose deadline comes first (conservative discrete-event order; ties go
-// to the older member). A wake-up makes its waiter ready at the waker's time plus the cost of a
-// wake-up. Threads that are not members (the program's main thread, the tracer's writer, a
-// foreign thread) run outside virtual time, as before, and see the clock of the latest turn.
+// wait, the one place where the runtime sleeps), spins (a yield or a nap) or has run a quantum
+// of its clock (at a checkpoint, or stopped by the watchdog's signal), its clock advances by
+// the CPU time it used, and the turn goes to the member that can go on earliest in virtual
+// time: the ready member with the smallest clock, or a waiting member whose deadline comes
+// first (conservative discrete-event order; ties go to the older member). A wake-up makes its
+// waiter ready at the waker's time plus the cost of a wake-up. Threads that are not members
+// (the program's main thread, the tracer's writer, a foreign thread, a member inside a system
+// call) run outside virtual time, as before, and see the clock of the latest turn.
 #pragma once
 
 #include <atomic>
@@ -23,15 +24,9 @@ namespace nugo::detail::vtime {
 
 struct Member;
 
-#if NUGO_VIRTUAL_TIME
-inline constexpr bool kBuilt = true;
-#else
-inline constexpr bool kBuilt = false;
-#endif
-
 // The parameters of a run (Config::VirtualTime, NUGO_VIRTUAL), in nanoseconds.
 struct Params {
-  std::int64_t quantum_ns = 50'000;  // a member runs at most this much CPU time per turn
+  std::int64_t quantum_ns = 50'000;  // how far a member runs ahead while others are due
   std::int64_t wake_ns = -1;         // a futex wake-up's latency; -1: measured at start()
   int signal = 0;                    // the quantum's signal (0: SIGRTMAX - 1)
 };
@@ -58,8 +53,15 @@ extern std::atomic<bool> enabled;
 // its turn behind it).
 inline thread_local int locks_held __attribute__((tls_model("initial-exec"))) = 0;
 }
-inline void lock_taken() { ++internal::locks_held; }
-inline void lock_released() { --internal::locks_held; }
+// Ordered against the quantum's handler on the same thread, as NoPreempt's count is.
+inline void lock_taken() {
+  ++internal::locks_held;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+inline void lock_released() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --internal::locks_held;
+}
 inline bool holds_locks() { return internal::locks_held != 0; }
 inline bool on() { return internal::enabled.load(std::memory_order_relaxed); }
 
