@@ -25,7 +25,8 @@ Every row says its clock: "real" (this machine, MACHINE) or "virtual" (the virtu
 ran on, in virtual time, on MACHINE). Writes OUT/virtual.json (every run, with the command
 that made it), OUT/virtual.md (the tables), and OUT/speedup.png (Debian's python3-matplotlib;
 skipped with a note if it is missing). --quick: small sizes, 2 repetitions, CPUs up to 64.
-Exit status: 0; 1 if a run failed or a law was broken; 2 on bad usage.
+Exit status: 0 (a broken law is reported, not an error: the laws bound ideal executions, and
+T_1 and T_p are measurements); 1 if a run failed or gave a wrong result; 2 on bad usage.
 """
 import json
 import os
@@ -254,7 +255,9 @@ def main() -> int:
           "really took, so the interleaving, and with it the counters, varies from run to run "
           "as real time does (no instruction counter on this machine).", ""]
     if broken:
-        md += ["**Laws broken:**", ""] + [f"- {b}" for b in broken] + [""]
+        md += ["**Laws broken by more than 10%** (a bound on ideal executions against two "
+               "measurements: at small sizes one slow T_1 does it; look again at the default "
+               "size):", ""] + [f"- {b}" for b in broken] + [""]
     (args.out / "virtual.md").write_text("\n".join(md))
     explib.write_json(args.out / "virtual.json",
                       {"machine": machine, "virtualization": virt, "runs": rows,
@@ -264,7 +267,7 @@ def main() -> int:
                       [explib.quote(sys.argv)])
     print("\n".join(md))
     print(f"{PROG}: wrote {args.out}/virtual.md, virtual.json and speedup.png")
-    return 1 if broken else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -183,8 +183,8 @@ void parse_virtual(const char* v, Config& cfg) {
   if (text == "off" || text == "0") return;
   if (!Config::kVirtualTimeBuilt)
     bad("NUGO_VIRTUAL", v,
-        "this build has no virtual-time mode (configure with -DNUGO_VIRTUAL_TIME=ON, as "
-        "scripts/virtual.py does)");
+        "this build has no virtual-time mode (configure with -DNUGO_VIRTUAL_TIME=ON; "
+        "scripts/test.sh --virtual makes one in build-virtual/)");
   vt.on = true;
   if (text == "on" || text == "1") return;
   for_each_setting(v, [&](const std::string& item, const std::string& key, const std::string& value) {
