@@ -161,7 +161,7 @@ struct Config {
 #endif
   struct VirtualTime {
     bool on = false;
-    // The CPU time a thread runs before the others catch up with it.
+    // How far one thread's clock runs ahead while others are due (base/README.md).
     std::chrono::nanoseconds quantum{50'000};
     // A futex wake-up's latency, added to the woken thread's clock; -1: measured on this
     // machine when run() starts (a ping-pong of two threads, the median one way).

@@ -60,7 +60,7 @@ struct NodeStats : Counters {
 // and what its turns did.
 struct ClockStats {
   bool virtual_time = false;
-  std::int64_t quantum_ns = 0;   // the CPU time a thread runs before the others catch up
+  std::int64_t quantum_ns = 0;   // how far a thread runs ahead while others are due
   std::int64_t wake_ns = 0;      // a futex wake-up's latency, charged to each woken thread
   std::int64_t elapsed_ns = 0;   // virtual time from run()'s start to the latest turn
   std::uint64_t turns = 0;       // the turn passed from one thread to another

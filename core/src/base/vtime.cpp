@@ -611,10 +611,10 @@ void wake(std::atomic<std::uint32_t>* addr, int count) {
   // on main_done): the store before this call, this fence, and wait_outside's slot-then-
   // futex make sure that either we see its slot or its futex sees the new value.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  bool outside = outside_overflow.load(std::memory_order_relaxed) > 0;
-  for (int i = 0; i < kOutsideSlots && !outside; ++i)
-    outside = outside_words[i].load(std::memory_order_relaxed) == addr;
-  if (outside) kernel_wake(addr, count);
+  bool waited_on = outside_overflow.load(std::memory_order_relaxed) > 0;
+  for (int i = 0; i < kOutsideSlots && !waited_on; ++i)
+    waited_on = outside_words[i].load(std::memory_order_relaxed) == addr;
+  if (waited_on) kernel_wake(addr, count);
 }
 
 void wait_outside(std::atomic<std::uint32_t>* addr, std::uint32_t expected,

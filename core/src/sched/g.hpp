@@ -72,7 +72,7 @@ struct alignas(64) G : Closure {
   M* lockedm = nullptr;    // lock_os_thread: the only M that may run this G
   [[no_unique_address]] SanitizerStack san;  // ASan's view of this stack
 #if NUGO_VIRTUAL_TIME
-  // The virtual time it became runnable at (mark_runnable): whoever runs it goes on from
+  // The virtual time it became runnable at (stamp_runnable): whoever runs it goes on from
   // there at the earliest (execute, vtime::advance_to).
   std::int64_t vready = 0;
 #endif
