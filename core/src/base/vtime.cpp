@@ -222,13 +222,19 @@ std::int64_t running_clock(Member* m) {
   return c;
 }
 
-void begin_turn(Member* m) {
-  m->cpu0 = cpu_ns();
+// A turn begins (or a quantum, for a member that goes on): its clocks start from m->clock, and
+// cpu, its thread's CPU time now.
+void rebase(Member* m, std::int64_t cpu) {
+  m->cpu0 = cpu;
   std::atomic_ref<std::uint64_t>(m->tsc0).store(__rdtsc(), std::memory_order_relaxed);
   set_clock0(m, m->clock);
   m->shown = m->clock;
   m->quantum_end = m->clock + params.quantum_ns;
   m->quantum_due = false;
+}
+
+void begin_turn(Member* m) {
+  rebase(m, cpu_ns());
   m->passes.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -312,15 +318,10 @@ void switch_out(Member* m, State s, bool leaving = false) {
   if (leaving) members.erase(std::find(members.begin(), members.end(), m));
   holder.store(nullptr, std::memory_order_relaxed);
   Member* next = pick();
-  if (next == m) {  // still the earliest: a new turn of its own, without waiting in the kernel
-    m->cpu0 = cpu;    // from the settled clock, or the deadline its wait timed out at
-    std::atomic_ref<std::uint64_t>(m->tsc0).store(__rdtsc(), std::memory_order_relaxed);
-    set_clock0(m, m->clock);
-    m->shown = m->clock;
+  if (next == m) {  // still the earliest: a new turn of its own, without waiting in the kernel,
+    rebase(m, cpu);   // from the settled clock, or the deadline its wait timed out at
     m->state = State::running;
     holder.store(m, std::memory_order_relaxed);
-    m->quantum_end = m->clock + params.quantum_ns;
-    m->quantum_due = false;
     unlock();
     return;
   }
@@ -445,7 +446,7 @@ std::int64_t measure_wake_ns() {
 
 // ---- the run ----
 
-int quantum_signal() { return params.signal ? params.signal : SIGRTMAX - 1; }
+int quantum_signal() { return SIGRTMAX - 1; }
 
 void start(const Params& p, bool (*pausable)(const void* uc)) {
   params = p;
@@ -461,13 +462,10 @@ void start(const Params& p, bool (*pausable)(const void* uc)) {
   ns_per_tick = 1.0 / ticks_per_ns;
   process_id = getpid();
   pausable_fn = pausable;
-  std::int64_t t = latest.load();
   counts = Report{};
-  counts.on = true;
   counts.quantum_ns = params.quantum_ns;
   counts.wake_ns = params.wake_ns;
-  counts.start_ns = t;
-  counts.end_ns = t;
+  counts.end_ns = latest.load();
   struct sigaction sa {};
   sa.sa_sigaction = on_quantum;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;

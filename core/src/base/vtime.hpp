@@ -28,14 +28,11 @@ struct Member;
 struct Params {
   std::int64_t quantum_ns = 50'000;  // how far a member runs ahead while others are due
   std::int64_t wake_ns = -1;         // a futex wake-up's latency; -1: measured at start()
-  int signal = 0;                    // the quantum's signal (0: SIGRTMAX - 1)
 };
 
 // What a finished or running virtual run did, for the statistics.
 struct Report {
-  bool on = false;
   std::int64_t quantum_ns = 0, wake_ns = 0;
-  std::int64_t start_ns = 0;   // virtual time at start()
   std::int64_t end_ns = 0;     // the latest clock a turn was granted at (so far)
   std::uint64_t turns = 0;     // turns granted to a member other than the one giving it up
   std::uint64_t quanta = 0;    // turns given up because a quantum was used

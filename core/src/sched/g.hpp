@@ -88,6 +88,12 @@ inline void stamp_runnable([[maybe_unused]] G* gp) {
   if (vtime::on()) gp->vready = vtime::stamp();
 #endif
 }
+// ... and whoever runs it goes on from there at the earliest (execute).
+inline void run_not_before_ready([[maybe_unused]] G* gp) {
+#if NUGO_VIRTUAL_TIME
+  if (vtime::on()) vtime::advance_to(gp->vready);
+#endif
+}
 
 inline void set_waiting(G* gp, sudog* first) {
   gp->waiting = reinterpret_cast<std::uintptr_t>(first) | 1;

@@ -235,9 +235,7 @@ namespace {
 
 // Runs gp on the current M until it switches back, then finishes the switch on g0.
 Next execute(M* m, G* gp, bool inherit_time) {
-#if NUGO_VIRTUAL_TIME
-  if (vtime::on()) vtime::advance_to(gp->vready);  // not before it became runnable
-#endif
+  run_not_before_ready(gp);  // virtual time: not before it became runnable
   P* pp = m->p;
   m->curg = gp;
   tls_g = gp;
