@@ -224,6 +224,34 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
   }
 }
 
+TEST_CASE("virtual time's cost model prices a cache line by node distance, on every topology",
+          "[numa]") {
+  for (const std::string& spec : topology_specs()) {
+    INFO(spec);
+    Topology t = Topology::load(spec);
+    const auto cost = nugo::numa::line_costs(t, 48, 122);
+    REQUIRE(cost.size() == t.nodes.size());
+    int nearest = 0;
+    for (const auto& row : t.distance)
+      for (int d : row)
+        if (d > 10 && (nearest == 0 || d < nearest)) nearest = d;
+    for (std::size_t a = 0; a < t.nodes.size(); ++a)
+      for (std::size_t b = 0; b < t.nodes.size(); ++b) {
+        const int d = t.distance[a][b];
+        INFO(a << " -> " << b << " at distance " << d);
+        if (d <= 10) CHECK(cost[a][b] == 48);         // within a node (or a distance of 10)
+        else if (d == nearest) CHECK(cost[a][b] == 122);  // the nearest remote distance
+        else CHECK(cost[a][b] == 48 + 74 * (d - 10) / (nearest - 10));  // farther: in proportion
+      }
+    // Costs off: nothing is charged anywhere.
+    for (const auto& row : nugo::numa::line_costs(t, 0, 0))
+      for (std::int64_t c : row) CHECK(c == 0);
+    // The plan carries it only in virtual time.
+    nugo::Config cfg;
+    CHECK(nugo::numa::make_plan(t, cfg).line_ns.empty());
+  }
+}
+
 TEST_CASE("the runtime builds one domain per node in NUMA mode, one in flat mode", "[numa]") {
   nugo::Config cfg;
   cfg.topology = "synthetic:pack:4 numa:1 core:2 pu:1";

@@ -172,6 +172,54 @@ TEST_CASE("the statistics of a virtual run say so, with its parameters, and coun
   CHECK(json.find("\"clock\": {\"kind\": \"virtual\", \"quantum_ns\": 100000") != std::string::npos);
 }
 
+TEST_CASE("the cost model charges a cache line by distance for every steal, and nothing when off",
+          "[virtual]") {
+  // Two nodes of 4 CPUs; a line within a node costs nothing, one across 10 us, so that the
+  // steal charges are exact multiples of it: (2 + ceil(n / 8)) lines per steal across nodes.
+  nugo::Config cfg = virtual_config(8, "synthetic:pack:2 numa:1 core:4 pu:1");
+  cfg.mode = nugo::Mode::flat;  // Go's stealing, which crosses nodes freely
+  cfg.virtual_time.line = 0ns;
+  cfg.virtual_time.remote_line = 10us;
+  time_fib(cfg, 20, 1);
+  nugo::Stats s = nugo::stats();
+  INFO(nugo::to_json(s));
+  CHECK(s.clock.line_ns == 0);
+  CHECK(s.clock.remote_line_ns == 10'000);
+  CHECK(s.clock.charged_steal_ns % 10'000 == 0);
+  CHECK(s.clock.charged_steal_ns >= static_cast<std::int64_t>(s.totals.steals_remote) * 30'000);
+  CHECK((s.clock.charged_steal_ns == 0) == (s.totals.steals_remote == 0));
+  CHECK(s.clock.charged_migrate_ns % 40'000 == 0);  // four lines a goroutine
+  // A goroutine moved across nodes and back before it ran is not charged, and one readied
+  // on another node is: moves and charges need not match one to one. But a thief runs what
+  // it stole at once, and that goroutine was made or last ran on its victim's node.
+  if (s.totals.steals_remote > 0) CHECK(s.clock.charged_migrate_ns > 0);
+  CHECK(s.clock.charged_program_ns == 0);
+
+  cfg.virtual_time.remote_line = 0ns;  // costs=off
+  time_fib(cfg, 20, 1);
+  s = nugo::stats();
+  CHECK(s.clock.charged_steal_ns + s.clock.charged_queue_ns + s.clock.charged_migrate_ns +
+            s.clock.charged_wake_ns == 0);
+}
+
+TEST_CASE("charge_virtual_time adds a program's modelled cost to its virtual CPU's clock",
+          "[virtual]") {
+  bool charged = false;
+  std::chrono::nanoseconds took{};
+  nugo::run(
+      [&] {
+        auto t0 = nugo::Clock::now();
+        charged = nugo::charge_virtual_time(3ms);
+        took = nugo::Clock::now() - t0;
+      },
+      virtual_config(2));
+  CHECK(charged);
+  CHECK(took >= 3ms);
+  CHECK(nugo::stats().clock.charged_program_ns == 3'000'000);
+  // Outside a virtual run nothing is charged: the caller spends the time itself.
+  CHECK_FALSE(nugo::charge_virtual_time(3ms));
+}
+
 TEST_CASE("a run without virtual time in the virtual-time build is on the real clock",
           "[virtual]") {
   nugo::Config cfg = nugo::Config::from_env();

@@ -103,8 +103,14 @@ class LatencyModel {
       if (here >= 0 && here != home) {
         ++remote;
         const double extra = extra_[static_cast<std::size_t>(here)][static_cast<std::size_t>(home)];
-        const auto until = now + std::chrono::duration_cast<Clock::duration>(std::min(least, cost) * extra);
-        while ((last = Clock::now()) < until) __builtin_ia32_pause();
+        const auto charge = std::chrono::duration_cast<Clock::duration>(std::min(least, cost) * extra);
+        // In virtual time the charge is added to the virtual CPU's clock; else spent here.
+        if (charge_virtual(charge)) {
+          last = Clock::now();
+        } else {
+          const auto until = now + charge;
+          while ((last = Clock::now()) < until) __builtin_ia32_pause();
+        }
       }
     }
     blocks_.fetch_add(blocks, std::memory_order_relaxed);

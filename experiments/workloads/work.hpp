@@ -31,6 +31,15 @@ using Clock = nugo::Clock;
 #else
 using Clock = std::chrono::steady_clock;
 #endif
+// A modelled cost (the latency model's charge): added to the virtual clock in a virtual-time
+// run of nugo-workload (nugo::charge_virtual_time), else false: the caller spends it.
+inline bool charge_virtual([[maybe_unused]] Clock::duration d) {
+#if WORKLOADS_NUGO_CLOCK
+  return nugo::charge_virtual_time(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+#else
+  return false;
+#endif
+}
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }

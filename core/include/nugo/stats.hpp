@@ -68,6 +68,12 @@ struct ClockStats {
   std::uint64_t paused = 0;      // of those, the quantum's signal paused it where it ran
   std::uint64_t timed_out = 0;   // waits that ended at their virtual deadline
   int threads = 0;               // the most threads in virtual time at once (Ms and sysmon)
+  // The cost model (core/src/base/README.md, "The cost model"): a cache line within a node
+  // and at the nearest remote distance, and the virtual ns charged, summed over the threads:
+  // steal, queue, migrate, wake (the runtime's transfers) and program (charge_virtual_time).
+  std::int64_t line_ns = 0, remote_line_ns = 0;
+  std::int64_t charged_steal_ns = 0, charged_queue_ns = 0, charged_migrate_ns = 0,
+               charged_wake_ns = 0, charged_program_ns = 0;
 };
 
 struct Stats {

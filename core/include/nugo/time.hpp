@@ -30,6 +30,16 @@ struct Clock {
 using Clock = std::chrono::steady_clock;
 #endif
 
+// A modelled cost in virtual time: during a run with NUGO_VIRTUAL, called from a goroutine,
+// adds d to the virtual clock of the CPU it runs on (as the workloads' memory-latency model
+// charges a block of remote memory; the statistics count it as "program") and returns true.
+// Anywhere else it does nothing and returns false: the caller spends the time itself.
+#if NUGO_VIRTUAL_TIME
+bool charge_virtual_time(std::chrono::nanoseconds d) noexcept;
+#else
+inline bool charge_virtual_time(std::chrono::nanoseconds) noexcept { return false; }
+#endif
+
 namespace detail {
 void sleep_until_ns(std::int64_t when);
 std::int64_t to_ns(Clock::time_point t);

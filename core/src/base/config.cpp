@@ -195,10 +195,17 @@ void parse_virtual(const char* v, Config& cfg) {
       vt.quantum = d;
     else if (key == "wake" && duration && d <= Config::VirtualTime::kMaxWake)
       vt.wake = d;
+    else if (key == "line" && duration && d <= Config::VirtualTime::kMaxLine)
+      vt.line = d;
+    else if (key == "remote_line" && duration && d <= Config::VirtualTime::kMaxLine)
+      vt.remote_line = d;
+    else if (key == "costs" && (value == "off" || value == "0"))
+      vt.line = vt.remote_line = std::chrono::nanoseconds{0};
     else
       bad("NUGO_VIRTUAL", v,
           "unknown setting '" + item + "' (expected on, off, or settings: quantum=DURATION from "
-          "10us to 10ms, wake=DURATION up to 1ms)");
+          "10us to 10ms, wake=DURATION up to 1ms, line=DURATION and remote_line=DURATION up to "
+          "100us, costs=off)");
   });
 }
 
@@ -374,6 +381,10 @@ void Config::validate() const {
   if (virtual_time.wake.count() < -1 || virtual_time.wake > VirtualTime::kMaxWake)
     throw ConfigError("Config::virtual_time.wake=" + std::to_string(virtual_time.wake.count()) +
                       "ns: expected -1 (measure) or 0 to 1ms");
+  for (auto [name, d] : {std::pair{"line", virtual_time.line}, std::pair{"remote_line", virtual_time.remote_line}})
+    if (d.count() < 0 || d > VirtualTime::kMaxLine)
+      throw ConfigError(std::string("Config::virtual_time.") + name + "=" + std::to_string(d.count()) +
+                        "ns: expected 0 to 100us");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

@@ -134,6 +134,7 @@ bool (*pausable_fn)(const void*) = nullptr;
 int next_id = 0;
 std::uint64_t next_wait_seq = 0;
 Report counts;
+std::atomic<std::int64_t> charged[kCosts];  // the cost model's charges so far, by Cost
 
 thread_local Member* self __attribute__((tls_model("initial-exec"))) = nullptr;
 // The thread is in the middle of a turn change, or of setting its clock: its quantum's signal
@@ -463,6 +464,7 @@ void start(const Params& p, bool (*pausable)(const void* uc)) {
   process_id = getpid();
   pausable_fn = pausable;
   counts = Report{};
+  for (auto& c : charged) c.store(0, std::memory_order_relaxed);
   counts.quantum_ns = params.quantum_ns;
   counts.wake_ns = params.wake_ns;
   counts.end_ns = latest.load();
@@ -492,6 +494,7 @@ Report report() {
   lock();
   Report r = counts;
   unlock();
+  for (int k = 0; k < kCosts; ++k) r.charged_ns[k] = charged[k].load(std::memory_order_relaxed);
   return r;
 }
 
@@ -680,13 +683,15 @@ void advance_to(std::int64_t t) {
   set_busy(false);
 }
 
-void charge(std::int64_t ns) {
-  if (Member* m = active()) {
-    set_busy(true);
-    set_clock0(m, m->clock0 + ns);
-    m->shown += ns;
-    set_busy(false);
-  }
+void charge(std::int64_t ns, Cost what) {
+  Member* m = active();
+  if (!m || ns <= 0) return;
+  set_busy(true);
+  set_clock0(m, m->clock0 + ns);
+  m->shown += ns;
+  set_busy(false);
+  // One member runs at a time, but report() may read meanwhile: relaxed atomics.
+  charged[static_cast<int>(what)].fetch_add(ns, std::memory_order_relaxed);
 }
 
 void leave() {

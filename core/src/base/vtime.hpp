@@ -30,6 +30,14 @@ struct Params {
   std::int64_t wake_ns = -1;         // a futex wake-up's latency; -1: measured at start()
 };
 
+// What the cost model charges for (charge): a steal's reads of the victim's run queue, a
+// take from a global queue, a goroutine's state moving to the P that runs it next, an M's
+// wake-up across Ps, and what a program charges itself (nugo::charge_virtual_time: the
+// workloads' memory-latency model). base/README.md, "The cost model".
+enum class Cost { steal, queue, migrate, wake, program };
+inline constexpr int kCosts = 5;
+inline constexpr const char* kCostNames[kCosts] = {"steal", "queue", "migrate", "wake", "program"};
+
 // What a finished or running virtual run did, for the statistics.
 struct Report {
   std::int64_t quantum_ns = 0, wake_ns = 0;
@@ -39,6 +47,7 @@ struct Report {
   std::uint64_t paused_by_signal = 0;  // of those, where the quantum's signal found the thread
   std::uint64_t timed_out = 0;  // waits that ended at their deadline
   int peak_members = 0;
+  std::int64_t charged_ns[kCosts] = {};  // the cost model's charges, by Cost
 };
 
 #if NUGO_VIRTUAL_TIME
@@ -104,8 +113,8 @@ void nap(std::int64_t ns);
 // end of runtime code, the last unlock of a thread lock).
 void checkpoint();
 bool quantum_due();
-// Adds a modelled cost to the calling member's clock.
-void charge(std::int64_t ns);
+// Adds a modelled cost (ns >= 0) to the calling member's clock; a non-member's is not charged.
+void charge(std::int64_t ns, Cost what);
 // Moves the calling member's clock forward to t if it is behind: it takes something (a P, a
 // goroutine) that another member released at virtual time t, and cannot have it earlier.
 void advance_to(std::int64_t t);
@@ -130,7 +139,7 @@ inline void yield() {}
 inline void nap(std::int64_t) {}
 inline void checkpoint() {}
 inline bool quantum_due() { return false; }
-inline void charge(std::int64_t) {}
+inline void charge(std::int64_t, Cost) {}
 inline void advance_to(std::int64_t) {}
 inline void leave() {}
 inline void rejoin() {}

@@ -24,6 +24,12 @@ Clock::time_point Clock::now() noexcept {
   return time_point(std::chrono::duration_cast<duration>(
       std::chrono::steady_clock::now().time_since_epoch()));
 }
+
+bool charge_virtual_time(std::chrono::nanoseconds d) noexcept {
+  if (!detail::vtime::on() || !detail::vtime::member()) return false;
+  detail::vtime::charge(d.count(), detail::vtime::Cost::program);
+  return true;
+}
 }  // namespace nugo
 namespace nugo::detail {
 #endif

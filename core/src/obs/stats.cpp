@@ -48,6 +48,14 @@ Stats snapshot(const Sched& s) {
     c.paused = r.paused_by_signal;
     c.timed_out = r.timed_out;
     c.threads = r.peak_members;
+    c.line_ns = s.cfg.virtual_time.line.count();
+    c.remote_line_ns = s.cfg.virtual_time.remote_line.count();
+    using vtime::Cost;
+    c.charged_steal_ns = r.charged_ns[static_cast<int>(Cost::steal)];
+    c.charged_queue_ns = r.charged_ns[static_cast<int>(Cost::queue)];
+    c.charged_migrate_ns = r.charged_ns[static_cast<int>(Cost::migrate)];
+    c.charged_wake_ns = r.charged_ns[static_cast<int>(Cost::wake)];
+    c.charged_program_ns = r.charged_ns[static_cast<int>(Cost::program)];
   }
   std::int64_t now = nanotime();
   for (const auto& pp : s.allp) {
@@ -170,7 +178,14 @@ std::string to_json(const Stats& s) {
          ", \"elapsed_ns\": " + std::to_string(c.elapsed_ns) + ", \"turns\": " +
          std::to_string(c.turns) + ", \"quanta\": " + std::to_string(c.quanta) +
          ", \"paused\": " + std::to_string(c.paused) + ", \"timed_out\": " +
-         std::to_string(c.timed_out) + ", \"threads\": " + std::to_string(c.threads) + "}";
+         std::to_string(c.timed_out) + ", \"threads\": " + std::to_string(c.threads) +
+         ", \"line_ns\": " + std::to_string(c.line_ns) +
+         ", \"remote_line_ns\": " + std::to_string(c.remote_line_ns) +
+         ", \"charged_ns\": {\"steal\": " + std::to_string(c.charged_steal_ns) +
+         ", \"queue\": " + std::to_string(c.charged_queue_ns) +
+         ", \"migrate\": " + std::to_string(c.charged_migrate_ns) +
+         ", \"wake\": " + std::to_string(c.charged_wake_ns) +
+         ", \"program\": " + std::to_string(c.charged_program_ns) + "}}";
   }
   j += ",\n \"totals\": {";
   append_counters(j, s.totals);

@@ -52,6 +52,7 @@ G* pinnedget(Domain* d, P* pp) {
   d->npinned.store(d->npinned.load(rlx) - 1, rlx);
   bump(pp->stats.globrunq_own);
   if (e.node() != pp->node) count_moved_remote(pp, e.node(), 1);
+  charge_lines(e.node(), pp->node, 1, vtime::Cost::queue);  // virtual time: the entry's line
   return e.gp();
 }
 
@@ -69,13 +70,18 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
+  // Virtual time's cost model: the queue's line (last written where its front was queued)
+  // and the entries' (four to a line, each from where it was queued).
+  std::int64_t charge_ns = line_cost(d->runq.front().node(), pp->node) * 4;
   for (int i = 0; i < n; ++i) {
     const Domain::Entry& e = d->runq[static_cast<std::uint32_t>(i)];
     if (adopt_node >= 0) [[unlikely]]  // the lock holder's G to change
       e.gp()->home = static_cast<std::int16_t>(adopt_node);
     if (e.node() != pp->node) [[unlikely]] count_moved_remote(pp, e.node(), 1);
+    charge_ns += line_cost(e.node(), pp->node);
     if (i > 0) runqput(pp, e.gp(), false);
   }
+  if (charge_ns != 0) vtime::charge(charge_ns / 4, vtime::Cost::queue);
   G* gp = d->runq.front().gp();
   d->runq.pop_front(static_cast<std::uint32_t>(n));
   bump(d == pp->domain ? pp->stats.globrunq_own : pp->stats.globrunq_remote);

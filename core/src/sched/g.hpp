@@ -75,6 +75,9 @@ struct alignas(64) G : Closure {
   // The virtual time it became runnable at (stamp_runnable): whoever runs it goes on from
   // there at the earliest (execute, vtime::advance_to).
   std::int64_t vready = 0;
+  // The P it last ran on, or was made on (-1: none, a foreign thread made it): a run on
+  // another P moves its state there, which the cost model charges (execute, charge_moved).
+  std::int32_t vp = -1;
 #endif
 };
 #if !NUGO_ASAN && !NUGO_TSAN && !NUGO_VIRTUAL_TIME

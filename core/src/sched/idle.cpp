@@ -388,6 +388,10 @@ void startm(Domain* d, bool spinning, bool cross_node) {
     return;
   }
   if (cross_node) bump(pp->stats.wakeups_cross_node);  // nobody owns pp: we hold it
+  // Virtual time's cost model: the waker writes the P's and the sleeping M's lines (the
+  // wake-up's own latency is vtime's, measured).
+  if (vtime::on())
+    if (M* self = getm(); self && self->p) charge_lines(self->p->node, pp->node, 2, vtime::Cost::wake);
   startm_locked(d, pp, spinning);
 }
 

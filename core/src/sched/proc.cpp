@@ -233,10 +233,26 @@ void mcall(McallFn fn) {
 
 namespace {
 
+// Virtual time's cost model: a goroutine that runs on another P than the one it last ran on
+// (or was made on) brings its state along: its G's two cache lines, the registers saved on its
+// stack and its top frame. A channel's hand-off to a goroutine of another node is charged here,
+// when the receiver runs where the sender readied it.
+constexpr std::int64_t kMovedLines = 4;
+void charge_moved([[maybe_unused]] G* gp, [[maybe_unused]] const P* pp) {
+#if NUGO_VIRTUAL_TIME
+  if (!vtime::on()) return;
+  if (gp->vp >= 0 && gp->vp != pp->id)
+    charge_lines(sched->allp[static_cast<std::size_t>(gp->vp)]->node, pp->node, kMovedLines,
+                 vtime::Cost::migrate);
+  gp->vp = pp->id;
+#endif
+}
+
 // Runs gp on the current M until it switches back, then finishes the switch on g0.
 Next execute(M* m, G* gp, bool inherit_time) {
   run_not_before_ready(gp);  // virtual time: not before it became runnable
   P* pp = m->p;
+  charge_moved(gp, pp);
   m->curg = gp;
   tls_g = gp;
   gp->status.store(GStatus::running, rlx);
@@ -737,6 +753,9 @@ void newproc1(G* gp, int node) {
   M* m = getm();
   P* pp = m ? m->p : nullptr;
   stamp_runnable(gp);
+#if NUGO_VIRTUAL_TIME
+  gp->vp = pp ? pp->id : -1;  // its G and closure were written on pp's CPU
+#endif
   gp->status.store(GStatus::runnable, rlx);
   gp->locks = 1;  // until gentry has finished switching in
   bool placed = node >= 0 && sched->domains.size() > 1;  // go_on in NUMA mode

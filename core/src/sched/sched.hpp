@@ -126,6 +126,19 @@ inline Domain* home_domain(const G* gp) {
   return d >= 0 ? sched->domains[d].get() : nullptr;
 }
 
+// Virtual time's cost model (base/README.md, "The cost model"): the virtual ns a cache line
+// costs to move from node index `from` to node index `to`, and a charge of `lines` of them
+// to the calling member's clock. Constant zero and nothing in every other build.
+inline std::int64_t line_cost([[maybe_unused]] int from, [[maybe_unused]] int to) {
+#if NUGO_VIRTUAL_TIME
+  if (vtime::on() && from >= 0 && to >= 0) return sched->plan.line_ns[from][to];
+#endif
+  return 0;
+}
+inline void charge_lines(int from, int to, std::int64_t lines, vtime::Cost what) {
+  if (std::int64_t ns = line_cost(from, to)) vtime::charge(lines * ns, what);
+}
+
 // Go's forEachG over a list of chunks held still: Sched::gchunks with glock held, a copy taken
 // under it, or any list once no M runs. for_each_g (link.hpp) is the locked walk for library
 // code.

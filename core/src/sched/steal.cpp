@@ -26,6 +26,9 @@ void count_steal(P* pp, const P* victim, std::uint32_t t, const G* gp) {
   std::uint64_t n = pp->runqtail.load(rlx) - t + 1;
   traceev(Ev::steal, pp->id, gp->goid, static_cast<std::uint64_t>(victim->id),
           static_cast<std::uint32_t>(n), victim->node != pp->node);
+  // Virtual time's cost model: the thief read the victim's head and tail and the slots it
+  // took (eight to a line); the Gs' own state is charged when they run (charge_moved).
+  charge_lines(victim->node, pp->node, 2 + static_cast<std::int64_t>((n + 7) / 8), vtime::Cost::steal);
   if (victim->node == pp->node) {
     bump(pp->stats.steals_same_node);
     bump(pp->stats.moved_same_node, n);
