@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NUMA mode's policies (NUGO_NUMA) measured against each other and against flat mode.
 
-usage: scripts/numa_policies.py BUILD_DIR OUT_DIR [--quick] [--repetitions N]
+usage: scripts/numa_policies.py BUILD_DIR OUT_DIR [--quick] [--repetitions N] [--virtual]
 
 For each setting of NUGO_NUMA in SETTINGS (the defaults first, then one policy changed at a
 time) runs BUILD/experiments/nugo-locality (fork-join fib and skynet) in NUMA mode on the
@@ -15,6 +15,13 @@ EMULATED: the nodes are folded onto this machine's real CPUs and memory is not b
 counters are the scheduler's decisions; the times say what a policy costs in scheduling
 (spinning, waking), not what it saves in memory traffic, which only real hardware or the
 latency model of the experiments can show.
+
+--virtual: the same settings on machines of realistic size, in VIRTUAL TIME (BUILD_DIR must be
+the virtual-time build, -DNUGO_VIRTUAL_TIME=ON): the 2-socket Xeon of 32 CPUs and the 4-socket
+Xeon of 96 (sweep.py's v2x16 and v4x24), one P per CPU, NUGO_VIRTUAL=on. The Ps are not folded:
+each runs alone in the order of virtual clocks, and the times are virtual, with the cost
+model's charges for cache lines moved by node distance (core/src/base/README.md). Writes
+OUT_DIR/policies-virtual.md and policies-virtual.json.
 
 Exit status: 0 when every run succeeded, 1 when a run failed, 2 on bad usage.
 """
@@ -44,7 +51,8 @@ def usage(msg: str) -> int:
 def main() -> int:
     argv = sys.argv[1:]
     quick = "--quick" in argv
-    argv = [a for a in argv if a != "--quick"]
+    virtual = "--virtual" in argv
+    argv = [a for a in argv if a not in ("--quick", "--virtual")]
     reps = None
     if "--repetitions" in argv:
         i = argv.index("--repetitions")
@@ -62,21 +70,31 @@ def main() -> int:
     if not exe.exists():
         print(f"numa_policies.py: {exe} not found (build target nugo-locality)", file=sys.stderr)
         return 1
+    cache = build / "CMakeCache.txt"
+    if virtual and (not cache.is_file() or "NUGO_VIRTUAL_TIME:BOOL=ON" not in cache.read_text()):
+        return usage(f"--virtual: {build} is not a virtual-time build (-DNUGO_VIRTUAL_TIME=ON; "
+                     "scripts/test.sh --virtual makes build-virtual)")
+    topologies = numa.locality_topologies()
+    if virtual:
+        topologies = [(numa.shared_topology("xeon-2socket-2node-32pu.xml", "pack:2 numa:1 core:8 pu:2"), 32),
+                      (numa.shared_topology("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2"), 96)]
+    kind = "VIRTUAL" if virtual else "EMULATED"
+    stem = "policies-virtual" if virtual else "policies"
     reps = reps or (1 if quick else 3)
     fib_n = numa.LOCALITY_FIB_N_QUICK if quick else numa.LOCALITY_FIB_N
     workloads = {"fib": ["fib", str(fib_n)], "skynet": ["skynet"]}
     configs = [("flat", "")] + [("numa", s) for s in SETTINGS]
     cells: dict = {}
-    total = reps * len(numa.locality_topologies()) * len(workloads) * len(configs)
+    total = reps * len(topologies) * len(workloads) * len(configs)
     done, started = 0, time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nugo-policies-") as tmp:
         for _ in range(reps):
-            for topology, procs in numa.locality_topologies():
+            for topology, procs in topologies:
                 for workload, args in workloads.items():
                     for mode, setting in configs:
                         try:
                             seconds, stats = numa.run_locality_once(
-                                exe, args, topology, procs, mode, "none", Path(tmp), setting)
+                                exe, args, topology, procs, mode, "none", Path(tmp), setting, virtual)
                         except RuntimeError as e:
                             print(f"numa_policies.py: {e}", file=sys.stderr)
                             return 1
@@ -90,11 +108,15 @@ def main() -> int:
                               file=sys.stderr)
     emulated = all(c["emulated"] for c in cells.values())
     command = "python3 scripts/numa_policies.py BUILD OUT" + (" --quick" if quick else "") + \
-        f" --repetitions {reps}"
-    lines = [f"# NUMA policies ({'EMULATED topologies' if emulated else 'real topology'})", "",
+        f" --repetitions {reps}" + (" --virtual" if virtual else "")
+    said = ("VIRTUAL TIME: one P per CPU of each machine, each P's thread alone in the order of "
+            "virtual clocks (not folded), times virtual, with the cost model's charges; a projection, "
+            "not hardware." if virtual else
+            "EMULATED: nodes folded onto this machine's CPUs, memory not bound: scheduler decisions, "
+            "not memory speed.")
+    lines = [f"# NUMA policies ({kind} topologies)" if emulated else "# NUMA policies (real topology)", "",
              f"`nugo-locality fib {fib_n}` and `skynet`, NUGO_BIND=none, {reps} repetition(s); "
-             "counts are sums over the repetitions, times medians. EMULATED: nodes folded onto "
-             "this machine's CPUs, memory not bound: scheduler decisions, not memory speed. "
+             f"counts are sums over the repetitions, times medians. {said} "
              f"Command: `{command}`.", "",
              "| topology | workload | NUGO_NUMA | runs home | moved remote | vs flat | "
              "steals remote | cross-node wake-ups | idle s | time vs flat |",
@@ -116,17 +138,17 @@ def main() -> int:
         row["time_vs_flat"] = row["seconds_median"] / row["flat_seconds_median"]
         rows.append(row)
         vs = "-" if row["moved_remote_vs_flat"] is None else f"{row['moved_remote_vs_flat']:.3f}x"
-        lines.append(f"| {numa.topology_label(topology)} (EMULATED) | {workload} | {row['numa']} | "
+        lines.append(f"| {numa.topology_label(topology)} ({kind}) | {workload} | {row['numa']} | "
                      f"{100 * row['runs_home_fraction']:.1f}% | {row['moved_remote']:,} | {vs} | "
                      f"{row['steals_remote']:,} | {row['wakeups_cross_node']:,} | "
                      f"{row['idle_s']:.3f} | {row['time_vs_flat']:.2f}x |")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "policies.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "policies.json").write_text(json.dumps(
-        {"emulated": emulated, "command": command, "repetitions": reps, "fib_n": fib_n,
-         "settings": SETTINGS, "rows": rows}, indent=1))
+    (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    (out_dir / f"{stem}.json").write_text(json.dumps(
+        {"emulated": emulated, "clock": "virtual" if virtual else "real", "command": command,
+         "repetitions": reps, "fib_n": fib_n, "settings": SETTINGS, "rows": rows}, indent=1))
     print("\n".join(lines))
-    print(f"\nwrote {out_dir / 'policies.md'} and {out_dir / 'policies.json'}")
+    print(f"\nwrote {out_dir / f'{stem}.md'} and {out_dir / f'{stem}.json'}")
     return 0
 
 

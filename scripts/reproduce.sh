@@ -3,7 +3,8 @@
 # workload sweep (flat mode, NUMA mode, Go and the C++ peers oneTBB, OpenMP and Boost.Fiber; on a
 # one-node machine also on emulated 2-, 4- and 24-node topologies, labelled emulated), the ablation that separates placement from the stealing
 # hierarchy at a range of the latency model's remote penalties, the micro-benchmarks, preemption, network, NUMA-policy
-# and tracer comparisons, every figure, the paper's numbers, and the paper itself when TeX is
+# and tracer comparisons, NUMA mode against flat mode on virtual machines of 32 to 384 CPUs in
+# virtual time (a second, virtual-time build: sweep.py --topology virtual), every figure, the paper's numbers, and the paper itself when TeX is
 # installed (scripts/bootstrap.sh --paper).
 #
 #   scripts/reproduce.sh            the default run (about 31 minutes on 2 cores)
@@ -16,11 +17,14 @@
 #   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
 #   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
 #                     configure, only the targets built (ctest runs the pipeline this way)
+#   --virtual-build-dir DIR  the virtual-time build (-DNUGO_VIRTUAL_TIME=ON) for the virtual
+#                     set; without it, reproduce.sh makes build-release-virtual, or with
+#                     --build-dir leaves the virtual set out, saying so
 #   --rehearsal WHY   label everything the run writes a rehearsal (scripts/numa-check.sh
 #                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
-# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace}/, DIR/logs/, DIR/figures/,
+# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
 # --procs, --topology, --out or --build-dir) also publishes its figures and numbers to
@@ -37,7 +41,8 @@ for v in $(compgen -v NUGO_); do unset "$v"; done
 
 usage() {
   echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
-  echo "                            [--topology T,...] [--out DIR] [--build-dir DIR] [--rehearsal WHY]" >&2
+  echo "                            [--topology T,...] [--out DIR] [--build-dir DIR] [--virtual-build-dir DIR]" >&2
+  echo "                            [--rehearsal WHY]" >&2
   exit 2
 }
 
@@ -46,6 +51,7 @@ sweep_args=()
 only=""
 out=""
 build=""
+vbuild=""
 rehearsal=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -53,11 +59,12 @@ while [ $# -gt 0 ]; do
              profile=quick ;;
     --full) [ "$profile" = quick ] && { echo "reproduce.sh: --quick and --full exclude each other" >&2; exit 2; }
             profile=full ;;
-    --only|--modes|--procs|--topology|--out|--build-dir|--rehearsal)
+    --only|--modes|--procs|--topology|--out|--build-dir|--virtual-build-dir|--rehearsal)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "reproduce.sh: $1 needs a value" >&2; usage; }
       case "$1" in
         --out) out=$(absolute "$2") ;;
         --build-dir) build=$(absolute "$2") ;;
+        --virtual-build-dir) vbuild=$(absolute "$2") ;;
         --rehearsal) rehearsal=(--rehearsal "$2") ;;
         --only) only=$2; sweep_args+=("$1" "$2") ;;
         --topology)  # xml: paths relative to the caller, like --out
@@ -122,6 +129,20 @@ for twin in fiber-bench fiber-workload tbb-workload omp-workload; do
   grep -q "^$twin:" <<<"$available" && targets+=("$twin")
 done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+# The virtual set (NUMA against flat on virtual many-CPU machines) needs the virtual-time build:
+# the same sources with -DNUGO_VIRTUAL_TIME=ON, Release (core/src/base/README.md, "Virtual time").
+if [ -z "$only" ] && [ ${#rehearsal[@]} -eq 0 ]; then
+  if [ -z "$vbuild" ] && [ -n "$own_build" ]; then
+    vbuild=build-release-virtual
+    cmake -S . -B "$vbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNUGO_VIRTUAL_TIME=ON -DNUGO_BUILD_TESTS=OFF \
+      -DNUGO_SANITIZE= -DNUGO_FUZZ=OFF -DNUGO_THREAD_SAFETY=OFF -DCMAKE_CXX_FLAGS= >/dev/null
+  fi
+  if [ -n "$vbuild" ]; then
+    grep -q '^NUGO_VIRTUAL_TIME:BOOL=ON' "$vbuild/CMakeCache.txt" 2>/dev/null ||
+      { echo "reproduce.sh: --virtual-build-dir $vbuild: not configured with -DNUGO_VIRTUAL_TIME=ON" >&2; exit 2; }
+    cmake --build "$vbuild" -j "$(nproc)" --target nugo-workload nugo-topo
+  fi
+fi
 
 # Everything the sweep will be asked is checked before anything runs (status 2 on bad input).
 $py scripts/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}"
@@ -152,6 +173,7 @@ finish() {  # the exit status, once tee has written the whole log
 
 steps=(sweep)
 [ -z "$only" ] && steps+=(ablation micro preempt net numa trace)
+[ -n "$vbuild" ] && steps+=(virtual)
 steps+=(plot paper)
 started=$(date +%s)
 step=0
@@ -184,6 +206,18 @@ if [ -z "$only" ]; then
   $py scripts/numa_policies.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa_policies)
   begin "the execution tracer's cost and a timeline (scripts/tracer.py)"
   $py scripts/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
+fi
+if [ -n "$vbuild" ]; then
+  # VIRTUAL TIME: every row says clock = virtual. Three repetitions by default (about 11
+  # minutes on 2 cores); flat and NUMA mode only (Go and the peers cannot run in it).
+  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/sweep.py --topology virtual)"
+  vreps=()
+  [ "$profile" = default ] && vreps=(--repetitions 3)
+  $py scripts/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
+    --out "$out/virtual" "${profile_flag[@]}" ${vreps[@]+"${vreps[@]}"} || failed+=(virtual)
+elif [ -z "$only" ]; then
+  echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
+  echo "  scripts/test.sh --virtual makes build-virtual/)"
 fi
 
 begin "figures and the paper's numbers (scripts/plot.py)"

@@ -2,7 +2,7 @@
 """The workload sweep of the experiment pipeline: mode x P count x workload x repetition, on this
 machine and, when it has one node, on emulated multi-node topologies.
 
-usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--quick | --full]
+usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--virtual-build-dir VBUILD] [--quick | --full]
                         [--only W,...] [--modes flat,numa,go,go_numactl,tbb,omp,fiber] [--procs N,...]
                         [--topology T,...] [--bind B,...] [--repetitions R] [--seed S]
 
@@ -52,8 +52,21 @@ Topologies (--topology, comma-separated):
   24node   the 24-node em64t (384 PUs) at 48 Ps, emulated, for locality counters only: its
            timings are not reported (48 Ps folded onto this machine's CPUs measure nothing)
   xml:PATH or synthetic:DESC  any other, emulated
-Without shared/, 2node, 4node and 24node are hwloc synthetic machines of the same shape.
-The default is `machine`, plus 2node, 4node and 24node when this machine has one node.
+  virtual  the virtual set, each at one P per PU, in VIRTUAL TIME (core/src/base/README.md,
+           "Virtual time"): v2x16 (the 2-socket Xeon of 32 PUs), v4x24 (the 4-socket Xeon,
+           96 PUs) and v24x16 (the 24-node em64t, 384 PUs). Their runs are the virtual-time
+           build's (--virtual-build-dir, default build-virtual; scripts/test.sh --virtual makes
+           it) with NUGO_VIRTUAL=on: every thread runs alone in the order of virtual clocks, so
+           the Ps are not oversubscribed, and the timings are virtual time: the CPU time each
+           virtual CPU used plus the cost model's charges (cache lines by node distance, the
+           memory-latency model's remote blocks). Every row says clock = virtual. nugo modes only.
+Without shared/, 2node, 4node, 24node and the virtual set are hwloc synthetic machines of the
+same shape. The default is `machine`, plus 2node, 4node and 24node when this machine has one
+node; the virtual set runs only when asked for (reproduce.sh runs it as a step of its own).
+
+Locality targets (sweep.md, on multi-node machines whose Ps are not folded: real or virtual):
+NUMA mode runs at least 95% of goroutine runs on their home node, and moves at most 10% as many
+goroutines across nodes as flat mode does, per workload.
 
 On an emulated topology the memory-bound workloads run with the emulated memory latency
 model (experiments/workloads/README.md), and every such row says so (latency_model = 1).
@@ -93,11 +106,18 @@ NAMED_TOPOLOGIES = {
     "4node": ("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2", None, True),
     "24node": ("em64t-24node-384pu.xml", "pack:24 numa:1 core:8 pu:2", [48], False),
 }
+# The virtual set, run in virtual time at one P per PU: name -> (xml, the synthetic stand-in).
+VIRTUAL_TOPOLOGIES = {
+    "v2x16": ("xeon-2socket-2node-32pu.xml", "pack:2 numa:1 core:8 pu:2"),
+    "v4x24": ("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2"),
+    "v24x16": ("em64t-24node-384pu.xml", "pack:24 numa:1 core:8 pu:2"),
+}
+LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
 # P counts per profile on an emulated topology of N nodes (Ps beyond this machine's CPUs are
 # oversubscribed threads: the decisions are the scheduler's, the timings only indicative).
 STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
                   "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
-                  "wakeups_cross_node", "preemptions", "idle_ns", "placed"]
+                  "wakeups_cross_node", "preemptions", "idle_ns", "placed", "placed_remote"]
 BINDINGS = ("pu", "node", "none", "auto")
 # The C++ peers: mode -> (its twin in BUILD/experiments, its name in tables). They bind pu or none.
 PEERS = {"tbb": ("tbb-workload", "oneTBB"), "omp": ("omp-workload", "OpenMP"),
@@ -110,7 +130,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
-COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
+COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "clock", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
@@ -118,7 +138,10 @@ COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated"
           STATS_COUNTERS + \
           ["moved_remote_by_distance",  # "distance:count ..." (space-separated)
            "idle_ns_by_node",  # "node:ns ..." (the OS's node numbers)
-           "node_loads", "node_load_misses", "llc_load_misses", "perf_note", "error"]
+           "node_loads", "node_load_misses", "llc_load_misses", "perf_note",
+           # virtual time's cost model (clock = virtual): the runtime's charges (steal, queue,
+           # migrate, wake) and the program's (the latency model's remote blocks), in virtual ns
+           "charged_runtime_ns", "charged_program_ns", "error"]
 # perf stat's generic events: loads served by some node's memory, the misses of those that went
 # to another node, and last-level cache load misses. Where the machine has no PMU they are n/a.
 PERF_EVENTS = {"node-loads": "node_loads", "node-load-misses": "node_load_misses",
@@ -160,10 +183,11 @@ def read_perf(path: Path) -> dict:
 
 class Topo:
     def __init__(self, name: str, spec: str, emulated: bool, described: tuple, procs: list[int] | None,
-                 timing: bool):
+                 timing: bool, virtual: bool = False):
         self.name, self.spec, self.emulated = name, spec, emulated
         self.pus, self.nodes, self.distance, self.restriction = described
-        self.fixed_procs, self.timing = procs, timing
+        self.fixed_procs, self.timing, self.virtual = procs, timing, virtual
+        self.label = name + (" (virtual)" if virtual else " (emulated)" if emulated else "")
 
 
 def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]], str]:
@@ -195,6 +219,12 @@ def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]
 def resolve_topology(build: Path, name: str) -> Topo:
     if name == "machine":
         return Topo("machine", "", False, describe_topology(build, ""), None, True)
+    if name in VIRTUAL_TOPOLOGIES:
+        xml, synthetic = VIRTUAL_TOPOLOGIES[name]
+        path = SHARED_TOPOLOGIES / xml
+        spec = f"xml:{path}" if path.exists() else f"synthetic:{synthetic}"
+        described = describe_topology(build, spec)
+        return Topo(name, spec, True, described, [min(described[0], MAX_PROCS)], True, virtual=True)
     if name in NAMED_TOPOLOGIES:
         xml, synthetic, procs, timing = NAMED_TOPOLOGIES[name]
         path = SHARED_TOPOLOGIES / xml
@@ -205,7 +235,8 @@ def resolve_topology(build: Path, name: str) -> Topo:
         spec, procs, timing = name, None, True
     else:
         raise explib.Failed(f"--topology: unknown topology '{name}' "
-                            "(machine, 2node, 4node, 24node, xml:PATH or synthetic:DESC)")
+                            "(machine, 2node, 4node, 24node, virtual, v2x16, v4x24, v24x16, xml:PATH "
+                            "or synthetic:DESC)")
     return Topo(name, spec, True, describe_topology(build, spec), procs, timing)
 
 
@@ -453,7 +484,8 @@ def machine_info(build: Path, topologies: list[Topo], rehearsal: str = "") -> di
         "openmp": "GCC's libgomp (the compiler above)",
         "topologies": {t.name: {"spec": t.spec or "this machine (hwloc)", "emulated": t.emulated,
                                 "pus": t.pus, "nodes_with_cpus": t.nodes, "distance": t.distance,
-                                "timing_reported": t.timing}
+                                "timing_reported": t.timing,
+                                "clock": "virtual" if t.virtual else "real"}
                        for t in topologies},
     }
 
@@ -469,6 +501,8 @@ def main() -> int:
     p.add_argument("--modes", help=f"{','.join(MODES)} (default: all)")
     p.add_argument("--procs", help="P counts, comma-separated (default: per topology)")
     p.add_argument("--topology", help="topologies, comma-separated (see above)")
+    p.add_argument("--virtual-build-dir", type=Path, default=explib.ROOT / "build-virtual",
+                   help="the virtual-time build for the virtual set (default build-virtual)")
     p.add_argument("--bind", help="bindings, comma-separated: pu (default), node, none, auto")
     p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 10 otherwise)")
     p.add_argument("--seed", type=int, default=1, help="the seed of the runs' random order (default 1)")
@@ -519,7 +553,18 @@ def main() -> int:
         names = parse_list(args.topology)
         if names is None:
             names = ["machine"] + (["2node", "4node", "24node"] if machine.nodes == 1 else [])
+        names = [v for n in names for v in (VIRTUAL_TOPOLOGIES if n == "virtual" else [n])]
         topologies = [machine if n == "machine" else resolve_topology(build, n) for n in names]
+        vexe = None
+        if any(t.virtual for t in topologies):
+            vbuild = args.virtual_build_dir.resolve()
+            vexe = vbuild / "experiments" / "nugo-workload"
+            cache = vbuild / "CMakeCache.txt"
+            if not os.access(vexe, os.X_OK) or not cache.is_file() or \
+                    "NUGO_VIRTUAL_TIME:BOOL=ON" not in cache.read_text():
+                return explib.bad_input(PROG, f"--topology virtual needs the virtual-time build: {vexe} is not "
+                                        "built with -DNUGO_VIRTUAL_TIME=ON (scripts/test.sh --virtual, or "
+                                        "--virtual-build-dir)")
         peers = find_peers(build, modes)
     except explib.Failed as e:
         return explib.bad_input(PROG, str(e))
@@ -540,7 +585,7 @@ def main() -> int:
         for n in counts:
             for m in modes:
                 if m in ("go", GO_PER_NODE, *PEERS) and t.emulated:
-                    continue  # Go and the peers cannot be shown a topology
+                    continue  # Go and the peers cannot be shown a topology (nor virtual time)
                 if m == GO_PER_NODE and (per_node_na or n % len(cpu_nodes()) != 0):
                     continue  # said above; or Ps that do not split evenly over the nodes
                 if m in PEERS and m not in peers:
@@ -559,7 +604,7 @@ def main() -> int:
     def wanted(t: Topo, n: int) -> int:
         if not t.timing:
             return 1
-        if n > real_cpus and profile == "default" and args.repetitions is None:
+        if n > real_cpus and not t.virtual and profile == "default" and args.repetitions is None:
             return min(reps, OVERSUBSCRIBED_REPS)
         return reps
     def offers(m: str, w: str) -> bool:  # the peers have twins of some workloads only
@@ -599,7 +644,7 @@ def main() -> int:
         writer.writeheader()
         for rep, t, w, m, n, b in runs:
             run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
-            row = one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
+            row = one_run(build, vexe if t.virtual else exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
                           perf=perf, peer=peers.get(m, (None,))[0])
             if row["ok"] != 1:
                 failures += 1
@@ -663,9 +708,12 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
     of a peer's mode (PEERS)."""
     arm = arm or Arm(m, m)
     row = dict.fromkeys(COLUMNS, "")
+    virtual = getattr(t, "virtual", False)
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
-            "emulated": int(t.emulated), "timing_reported": int(t.timing), "mode": m, "procs": n,
-            "oversubscribed": int(n > real_cpus), "repetition": rep, "ok": 0, "latency_model": 0,
+            "emulated": int(t.emulated), "clock": "virtual" if virtual else "real",
+            "timing_reported": int(t.timing), "mode": m, "procs": n,
+            # in virtual time every virtual CPU runs alone: nothing is folded onto another
+            "oversubscribed": int(n > real_cpus and not virtual), "repetition": rep, "ok": 0, "latency_model": 0,
             "bind_asked": b, "bind": "none" if m == "go" else "", "arm": arm.name, "machine_kind": host_kind()}
     stats_file = logs / f"{run_id}.stats.json"
     if m == GO_PER_NODE:
@@ -721,6 +769,8 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             env["NUGO_BIND"] = b
         if t.spec:
             env["NUGO_TOPOLOGY"] = t.spec
+        if virtual:
+            env["NUGO_VIRTUAL"] = "on"
         row["runtime_env"] = " ".join(f"{k}={v}" for k, v in sorted(env.items())
                                       if k.startswith("NUGO_") and k != "NUGO_STATS")
     perf_file = logs / f"{run_id}.perf"
@@ -776,6 +826,14 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             row["moved_remote_by_distance"] = " ".join(
                 f"{d}:{c}" for d, c in sorted(totals["moved_remote_by_distance"].items(), key=lambda x: int(x[0])))
             row["idle_ns_by_node"] = " ".join(f"{nd['node']}:{nd['idle_ns']}" for nd in stats["nodes"])
+            clock = stats.get("clock", {"kind": "real"})
+            if (clock["kind"] == "virtual") != virtual:
+                row["error"] = f"ran on the {clock['kind']} clock, not the {row['clock']} one"
+                return row
+            if virtual:
+                charged = clock["charged_ns"]
+                row["charged_runtime_ns"] = sum(charged[k] for k in ("steal", "queue", "migrate", "wake"))
+                row["charged_program_ns"] = charged["program"]
         except (OSError, json.JSONDecodeError, KeyError) as e:
             row["error"] = f"statistics missing or malformed in {stats_file}: {e}"
             return row
@@ -885,6 +943,10 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
                for k, v in sorted(groups.items()) if (s := explib.spread(v))]
     by_key = {(m["topology"], m["workload"], m["procs"], m["mode"], m["bind"]): m for m in medians}
     emulated = {r["topology"]: r["emulated"] for r in rows}
+    clocks = {r["topology"]: r.get("clock") or "real" for r in rows}
+
+    def label(t: str) -> str:
+        return t + (" (virtual)" if clocks[t] == "virtual" else " (emulated)" if emulated[t] else "")
     timing_rows = []
     compared = sorted({(k[0], k[1], k[2], k[4]) for k in by_key if k[3] in ("flat", "numa")}) or \
         sorted({(k[0], k[1], k[2], "none") for k in by_key})
@@ -893,8 +955,7 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
         for mode in ("flat", "numa", "go"):
             cells[mode] = median_spread(by_key.get((t, w, n, mode, "none" if mode == "go" else b)))
         oversub = bool(over.get((t, n), 0))
-        label = t + (" (emulated)" if emulated[t] else "")
-        timing_rows.append([label, w, n, b, *(c.with_ci() if c else "-" for c in cells.values()),
+        timing_rows.append([label(t), w, n, b, *(c.with_ci() if c else "-" for c in cells.values()),
                             ratio_cell(cells["flat"], cells["numa"], oversub),
                             ratio_cell(cells["flat"], cells["go"], oversub)])
     headers = ["topology", "workload", "Ps", "bind", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
@@ -911,7 +972,7 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
     loc_rows = []
     for (t, n, m, b), a in sorted(loc.items()):
         steals = a["steals_same_node"] + a["steals_remote"]
-        loc_rows.append([t + (" (emulated)" if emulated[t] else ""), n, m, b,
+        loc_rows.append([label(t), n, m, b,
                          explib.fmt(a["runs_home"] / a["runs"] if a["runs"] else None),
                          explib.fmt(a["steals_remote"] / steals if steals else None),
                          a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])
@@ -922,9 +983,14 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
             "modes of a row; Go binds nothing. Oversubscribed: more Ps than CPUs, not to be quoted. "
             "Emulated topologies measure the scheduler's decisions; their memory-bound rows ran "
             "with the emulated memory latency model (latency_model = 1 in results.csv), not on "
-            "real remote memory.")
+            "real remote memory. Virtual topologies ran in virtual time (clock = virtual in "
+            "results.csv): their seconds are virtual seconds on a virtual machine of that many CPUs, "
+            "run one thread at a time on this one, with the cost model's charges; they are not "
+            "oversubscribed.")
+    targets = locality_targets(rows, label)
     peer_tables = peers_tables(rows, by_key)
     text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n"
+            + (f"\nlocality targets\n\n{explib.table(targets[1], targets[0])}\n{targets[2]}\n" if targets else "")
             + "".join(f"\n{title}\n\n{explib.table(t_rows, t_headers)}\n" for title, t_headers, t_rows in peer_tables))
     said = provenance(machine or {})
     if said:
@@ -932,11 +998,59 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
     kind = (machine or {}).get("machine_kind")
     md = ("# Workload sweep\n\n" + (said + "\n\n" if said else "") + explib.table(timing_rows, headers, markdown=True) + "\n\n## Locality (every workload and repetition summed, by P count)\n\n"
           + explib.table(loc_rows, loc_headers, markdown=True) + "\n\n" + note + "\n")
+    if targets:
+        md += ("\n## Locality targets\n\n" + explib.table(targets[1], targets[0], markdown=True) + "\n\n"
+               + targets[2] + "\n")
     if peer_tables:
         md += (f"\n## nugo against the peers (this machine{': ' + kind if kind else ''})\n\n" + PEERS_NOTE + "\n"
                + "".join(f"\n### {title}\n\n{explib.table(t_rows, t_headers, markdown=True)}\n"
                          for title, t_headers, t_rows in peer_tables))
-    return {"medians": medians, "text": text, "markdown": md}
+    return {"medians": medians, "text": text, "markdown": md,
+            "targets": [dict(zip(targets[0], r)) for r in targets[1]] if targets else []}
+
+
+def locality_targets(rows: list[dict], label) -> tuple[list[str], list[list], str] | None:
+    """The locality targets judged per topology, P count and workload, on multi-node machines
+    whose Ps are not folded onto fewer CPUs (real ones, and virtual ones): NUMA mode's share of
+    runs at home, and its goroutines moved across nodes against flat mode's (summed over the
+    repetitions). None when no such pair of modes ran."""
+    acc: dict[tuple, dict] = {}
+    nodes_seen: dict[str, set] = {}
+    for r in rows:
+        if r["ok"] != 1 or r["mode"] not in ("flat", "numa") or r["runs"] == "" or int(r["oversubscribed"] or 0):
+            continue
+        if int(r["emulated"] or 0) and (r.get("clock") or "real") != "virtual":
+            continue  # folded onto this machine's CPUs: the decisions are distorted
+        for pair in (r["idle_ns_by_node"] or "").split():
+            nodes_seen.setdefault(r["topology"], set()).add(pair.split(":")[0])
+        a = acc.setdefault((r["topology"], r["procs"], r["workload"], r["mode"]), dict.fromkeys(("runs", "runs_home", "moved_remote"), 0))
+        a["runs"] += int(r["runs"] or 0)
+        a["runs_home"] += int(r["runs_home"] or 0)
+        # go_on's placement of a new goroutine on its data's node is not a migration
+        a["moved_remote"] += int(r["moved_remote"] or 0) - int(r.get("placed_remote") or 0)
+    body = []
+    for (t, n, w, m), a in sorted(acc.items()):
+        if m != "numa" or len(nodes_seen.get(t, ())) < 2:
+            continue
+        flat = acc.get((t, n, w, "flat"))
+        home = a["runs_home"] / a["runs"] if a["runs"] else None
+        moved = a["moved_remote"] / flat["moved_remote"] if flat and flat["moved_remote"] else None
+        home_ok = home is not None and home >= LOCALITY_TARGETS["runs_home"]
+        moved_ok = flat is not None and (a["moved_remote"] == 0 or (moved is not None and moved <= LOCALITY_TARGETS["moved_remote_vs_flat"]))
+        body.append([label(t), n, w, explib.fmt(home), "met" if home_ok else "NOT met",
+                     a["moved_remote"], flat["moved_remote"] if flat else "-",
+                     explib.fmt(moved) if moved is not None else "-", "met" if moved_ok else "NOT met"])
+    if not body:
+        return None
+    headers = ["topology", "Ps", "workload", "NUMA runs at home", ">= 95%", "NUMA moved across nodes",
+               "flat moved", "NUMA/flat", "<= 10%"]
+    met = sum(1 for r in body if r[4] == "met" and r[8] == "met")
+    note = (f"Both targets met in {met} of {len(body)} rows. Moved across nodes: moved_remote less "
+            "placed_remote (go_on's placement of a new goroutine on its data's node, before its first "
+            "run, is not a migration). Counts are summed over the repetitions; "
+            "judged only where the Ps are not folded onto fewer CPUs (real multi-node machines, "
+            "virtual ones).")
+    return headers, body, note
 
 
 if __name__ == "__main__":

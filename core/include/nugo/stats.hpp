@@ -35,6 +35,9 @@ struct Counters {
   std::uint64_t preemptions = 0;         // slices ended by sysmon that took effect
   std::uint64_t placed = 0;              // of `created`, go_on's that NUMA mode queued on
                                          // their node (pinned or global queue; 0 in flat mode)
+  std::uint64_t placed_remote = 0;       // of `placed`, those placed on another node than
+                                         // this P's: each is one of moved_remote when its
+                                         // node takes it (placement, not migration)
   std::int64_t idle_ns = 0;              // time on the idle P list
   // moved_remote split by the distance (distance-matrix value) between the two nodes.
   std::map<int, std::uint64_t> moved_remote_by_distance;
@@ -62,7 +65,8 @@ struct ClockStats {
   bool virtual_time = false;
   std::int64_t quantum_ns = 0;   // how far a thread runs ahead while others are due
   std::int64_t wake_ns = 0;      // a futex wake-up's latency, charged to each woken thread
-  std::int64_t elapsed_ns = 0;   // virtual time from run()'s start to the latest turn
+  std::int64_t elapsed_ns = 0;   // virtual time from run()'s start to main's return (or,
+                                 // while it runs, the latest turn)
   std::uint64_t turns = 0;       // the turn passed from one thread to another
   std::uint64_t quanta = 0;      // a thread gave up its turn because its quantum was used
   std::uint64_t paused = 0;      // of those, the quantum's signal paused it where it ran

@@ -42,7 +42,8 @@ Stats snapshot(const Sched& s) {
     c.virtual_time = true;
     c.quantum_ns = r.quantum_ns;
     c.wake_ns = r.wake_ns;
-    c.elapsed_ns = r.end_ns - s.start_ns;
+    const std::int64_t end = s.main_return_ns.load(std::memory_order_relaxed);
+    c.elapsed_ns = (end != 0 ? std::min(end, r.end_ns) : r.end_ns) - s.start_ns;
     c.turns = r.turns;
     c.quanta = r.quanta;
     c.paused = r.paused_by_signal;
@@ -57,7 +58,7 @@ Stats snapshot(const Sched& s) {
     c.charged_wake_ns = r.charged_ns[static_cast<int>(Cost::wake)];
     c.charged_program_ns = r.charged_ns[static_cast<int>(Cost::program)];
   }
-  std::int64_t now = nanotime();
+  std::int64_t now = s.run_time_now();
   for (const auto& pp : s.allp) {
     const PCounters& c = pp->stats;
     PStats p;

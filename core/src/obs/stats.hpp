@@ -18,7 +18,7 @@ struct PCounters {
   // execute writes anyway (schedtick). runs_home is not kept: it is runs - runs_away.
   Counter runs{0}, runs_away{0}, created{0}, steals_same_node{0},
       steals_remote{0}, moved_same_node{0}, moved_remote{0}, globrunq_own{0},
-      globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0}, placed{0};
+      globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0}, placed{0}, placed_remote{0};
   std::atomic<std::int64_t> idle_ns{0};
   std::atomic<std::int64_t> idle_since{0};  // on the idle list since (0: not idle)
   // moved_remote by distance class (numa::Plan::distance_class), sized at runtime start.
@@ -45,6 +45,7 @@ inline constexpr CounterKey kCounterKeys[] = {
     {"wakeups_cross_node", &Counters::wakeups_cross_node, &PCounters::wakeups_cross_node},
     {"preemptions", &Counters::preemptions, &PCounters::preemptions},
     {"placed", &Counters::placed, &PCounters::placed},
+    {"placed_remote", &Counters::placed_remote, &PCounters::placed_remote},
 };
 
 inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {

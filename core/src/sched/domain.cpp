@@ -212,7 +212,7 @@ P* pidleget(Domain* d) {
     // from then if it is behind (vtime::advance_to; a thread outside virtual time sees the
     // latest turn's clock, which may be behind too).
     vtime::advance_to(since);
-    st.idle_ns.store(st.idle_ns.load(rlx) + std::max<std::int64_t>(0, nanotime() - since), rlx);
+    st.idle_ns.store(st.idle_ns.load(rlx) + std::max<std::int64_t>(0, sched->run_time_now() - since), rlx);
     st.idle_since.store(0, rlx);
   }
   return pp;

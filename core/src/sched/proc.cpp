@@ -767,6 +767,7 @@ void newproc1(G* gp, int node) {
             static_cast<std::uint32_t>(gp->home));
     if (placed) {
       bump(pp->stats.placed);
+      if (gp->home != pp->node) bump(pp->stats.placed_remote);
       return placedput_wake(home_domain(gp), gp, pp->node);
     }
     runqput(pp, gp, true);  // publishes gp (release) to whichever P runs it

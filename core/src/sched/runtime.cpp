@@ -279,6 +279,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   Closure* c = newg();
   auto main_goroutine = [&main] {
     main.body(main.arg);
+    sched->main_return_ns.store(nanotime(), std::memory_order_relaxed);
     sched->main_returned.store(true, std::memory_order_seq_cst);
     sched->main_done.wakeup();
   };

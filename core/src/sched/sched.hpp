@@ -81,6 +81,15 @@ struct Sched {
   // a deadlock, though every M may go idle before run()'s thread (on a busy machine, after
   // the grace period) gets to set stopping. The fuzzer found that window.
   std::atomic<bool> main_returned{false};
+  // When it returned (0: not yet): the end of the run for idle_ns and the virtual clock's
+  // elapsed_ns. In virtual time the shutdown's timed waits would otherwise run the clock ahead
+  // while run()'s thread, outside virtual time, ends the Ms in real time.
+  std::atomic<std::int64_t> main_return_ns{0};
+  // nanotime(), but never past main's return.
+  std::int64_t run_time_now() const {
+    const std::int64_t now = nanotime(), end = main_return_ns.load(std::memory_order_relaxed);
+    return end != 0 && now > end ? end : now;
+  }
 
   // sysmon (sysmon.cpp): its thread, and its deep sleep while every P is idle. acquirep
   // wakes it when sysmonwait is set.
