@@ -130,7 +130,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
-COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "clock", "machine_kind", "timing_reported",
+COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
@@ -139,9 +139,10 @@ COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated"
           ["moved_remote_by_distance",  # "distance:count ..." (space-separated)
            "idle_ns_by_node",  # "node:ns ..." (the OS's node numbers)
            "node_loads", "node_load_misses", "llc_load_misses", "perf_note",
-           # virtual time's cost model (clock = virtual): the runtime's charges (steal, queue,
-           # migrate, wake) and the program's (the latency model's remote blocks), in virtual ns
-           "charged_runtime_ns", "charged_program_ns", "error"]
+           # the clock the run's times are on: real, or virtual (the virtual set); and virtual
+           # time's cost model: the runtime's charges (steal, queue, migrate, wake) and the
+           # program's (the latency model's remote blocks), in virtual ns
+           "clock", "charged_runtime_ns", "charged_program_ns", "error"]
 # perf stat's generic events: loads served by some node's memory, the misses of those that went
 # to another node, and last-level cache load misses. Where the machine has no PMU they are n/a.
 PERF_EVENTS = {"node-loads": "node_loads", "node-load-misses": "node_load_misses",
@@ -1027,7 +1028,9 @@ def locality_targets(rows: list[dict], label) -> tuple[list[str], list[list], st
         a["runs"] += int(r["runs"] or 0)
         a["runs_home"] += int(r["runs_home"] or 0)
         # go_on's placement of a new goroutine on its data's node is not a migration
-        a["moved_remote"] += int(r["moved_remote"] or 0) - int(r.get("placed_remote") or 0)
+        # (exact with go_on=pinned, the default: each such placement is one move when its node
+        # takes it; numa/README.md, "Statistics")
+        a["moved_remote"] += max(0, int(r["moved_remote"] or 0) - int(r.get("placed_remote") or 0))
     body = []
     for (t, n, w, m), a in sorted(acc.items()):
         if m != "numa" or len(nodes_seen.get(t, ())) < 2:

@@ -246,9 +246,11 @@ TEST_CASE("virtual time's cost model prices a cache line by node distance, on ev
     // Costs off: nothing is charged anywhere.
     for (const auto& row : nugo::numa::line_costs(t, 0, 0))
       for (std::int64_t c : row) CHECK(c == 0);
-    // The plan carries it only in virtual time.
+    // The plan carries it only in virtual time, with the configured costs.
     nugo::Config cfg;
     CHECK(nugo::numa::make_plan(t, cfg).line_ns.empty());
+    cfg.virtual_time.on = true;
+    CHECK(nugo::numa::make_plan(t, cfg).line_ns == nugo::numa::line_costs(t, 48, 122));
   }
 }
 

@@ -31,15 +31,15 @@ case "${1:-}" in
     expect 2 'NUGO_VIRTUAL="bogus": unknown setting' NUGO_VIRTUAL=bogus -- "$2" fib --size tiny
     expect 2 'NUGO_VIRTUAL="line=1ms": unknown setting' NUGO_VIRTUAL=line=1ms -- "$2" fib --size tiny
     expect 2 'NUGO_VIRTUAL="costs=on": unknown setting' NUGO_VIRTUAL=costs=on -- "$2" fib --size tiny
+    expect 2 'remote_line must be at least line' NUGO_VIRTUAL=line=100ns,remote_line=50ns -- "$2" fib --size tiny
     # The cost model's settings, as the statistics report them.
-    stats=""
     stats=$(mktemp)
+    trap 'rm -f "$stats"' EXIT
     expect 0 '"ok": true' NUGO_VIRTUAL=line=10ns,remote_line=5us NUGO_STATS="$stats" -- "$2" fib --size tiny
     grep -qF '"line_ns": 10, "remote_line_ns": 5000' "$stats" || fail "no line costs in: $(cat "$stats")"
-    expect 0 '"ok": true' NUGO_VIRTUAL=costs=off NUGO_STATS="$stats" -- "$2" fib --size tiny
+    expect 0 '"ok": true' NUGO_VIRTUAL=costs=off,line=10ns NUGO_STATS="$stats" -- "$2" fib --size tiny
     grep -qF '"line_ns": 0, "remote_line_ns": 0, "charged_ns": {"steal": 0, "queue": 0, "migrate": 0, "wake": 0, "program": 0}' "$stats" ||
       fail "costs=off charged: $(cat "$stats")"
-    rm -f "$stats"
     expect nonzero 'NUGO_VIRTUAL: the network poller does not run in virtual time' \
       NUGO_VIRTUAL=on -- "$3" server --port 0
     # And off means off: the same program, on the real clock.

@@ -123,7 +123,9 @@ TEST_CASE("at 1 and 2 virtual CPUs on this machine, fib's virtual time is its re
     nugo::Config real_cfg = nugo::Config::from_env();
     real_cfg.procs = procs;
     auto real = time_fib(real_cfg, 23, 5);
-    auto virt = time_fib(virtual_config(procs), 23, 5);
+    nugo::Config virt_cfg = virtual_config(procs);
+    virt_cfg.virtual_time.line = virt_cfg.virtual_time.remote_line = 0ns;  // the clock alone
+    auto virt = time_fib(virt_cfg, 23, 5);
     INFO(procs << " P: real " << real.count() / 1000 << " us, virtual " << virt.count() / 1000
                << " us");
     CHECK(virt < real * 2);
@@ -191,8 +193,10 @@ TEST_CASE("the cost model charges a cache line by distance for every steal, and 
   CHECK(s.clock.charged_migrate_ns % 40'000 == 0);  // four lines a goroutine
   // A goroutine moved across nodes and back before it ran is not charged, and one readied
   // on another node is: moves and charges need not match one to one. But a thief runs what
-  // it stole at once, and that goroutine was made or last ran on its victim's node.
-  if (s.totals.steals_remote > 0) CHECK(s.clock.charged_migrate_ns > 0);
+  // it stole at once, and in fib that goroutine was almost always made on its victim (only one
+  // stolen twice before it ran could have last run on the thief's node): of several remote
+  // steals, some are charged.
+  if (s.totals.steals_remote >= 4) CHECK(s.clock.charged_migrate_ns > 0);
   CHECK(s.clock.charged_program_ns == 0);
 
   cfg.virtual_time.remote_line = 0ns;  // costs=off

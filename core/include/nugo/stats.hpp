@@ -36,8 +36,9 @@ struct Counters {
   std::uint64_t placed = 0;              // of `created`, go_on's that NUMA mode queued on
                                          // their node (pinned or global queue; 0 in flat mode)
   std::uint64_t placed_remote = 0;       // of `placed`, those placed on another node than
-                                         // this P's: each is one of moved_remote when its
-                                         // node takes it (placement, not migration)
+                                         // this P's. With go_on=pinned (the default) each is
+                                         // one of moved_remote once its node takes it (a
+                                         // placement, not a migration)
   std::int64_t idle_ns = 0;              // time on the idle P list
   // moved_remote split by the distance (distance-matrix value) between the two nodes.
   std::map<int, std::uint64_t> moved_remote_by_distance;

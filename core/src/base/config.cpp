@@ -187,6 +187,7 @@ void parse_virtual(const char* v, Config& cfg) {
         "scripts/test.sh --virtual makes one in build-virtual/)");
   vt.on = true;
   if (text == "on" || text == "1") return;
+  bool costs_off = false;
   for_each_setting(v, [&](const std::string& item, const std::string& key, const std::string& value) {
     std::chrono::nanoseconds d{};
     bool duration = value == "0" || parse_duration(value.c_str(), &d);
@@ -200,13 +201,17 @@ void parse_virtual(const char* v, Config& cfg) {
     else if (key == "remote_line" && duration && d <= Config::VirtualTime::kMaxLine)
       vt.remote_line = d;
     else if (key == "costs" && (value == "off" || value == "0"))
-      vt.line = vt.remote_line = std::chrono::nanoseconds{0};
+      costs_off = true;  // whatever line or remote_line say, before or after it
     else
       bad("NUGO_VIRTUAL", v,
           "unknown setting '" + item + "' (expected on, off, or settings: quantum=DURATION from "
           "10us to 10ms, wake=DURATION up to 1ms, line=DURATION and remote_line=DURATION up to "
           "100us, costs=off)");
   });
+  if (costs_off) vt.line = vt.remote_line = std::chrono::nanoseconds{0};
+  if (vt.remote_line < vt.line)
+    bad("NUGO_VIRTUAL", v, "remote_line must be at least line (a remote cache line costs no less "
+                           "than a local one)");
 }
 
 // A whole number with a unit: "10ms", "200us" (or "200µs"), "1s", "500000ns"; false if
@@ -385,6 +390,9 @@ void Config::validate() const {
     if (d.count() < 0 || d > VirtualTime::kMaxLine)
       throw ConfigError(std::string("Config::virtual_time.") + name + "=" + std::to_string(d.count()) +
                         "ns: expected 0 to 100us");
+  if (virtual_time.remote_line < virtual_time.line)
+    throw ConfigError("Config::virtual_time.remote_line=" + std::to_string(virtual_time.remote_line.count()) +
+                      "ns: expected at least line (" + std::to_string(virtual_time.line.count()) + "ns)");
   if (!usable_preempt_signal(preempt_signal))
     throw ConfigError("Config::preempt_signal=" + std::to_string(preempt_signal) + ": expected " +
                       kSignalChoices);

@@ -26,6 +26,9 @@ Clock::time_point Clock::now() noexcept {
 }
 
 bool charge_virtual_time(std::chrono::nanoseconds d) noexcept {
+  // Not preempted between finding the thread's member and charging it: resumed on another M,
+  // the goroutine would charge the clock of the one it left.
+  detail::NoPreempt np;
   if (!detail::vtime::on() || !detail::vtime::member()) return false;
   detail::vtime::charge(d.count(), detail::vtime::Cost::program);
   return true;

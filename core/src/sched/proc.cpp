@@ -234,8 +234,9 @@ void mcall(McallFn fn) {
 namespace {
 
 // Virtual time's cost model: a goroutine that runs on another P than the one it last ran on
-// (or was made on) brings its state along: its G's two cache lines, the registers saved on its
-// stack and its top frame. A channel's hand-off to a goroutine of another node is charged here,
+// (or was made on) brings its state along: its G's two cache lines (three in this build, which
+// adds fields; the model prices the G of the normal build), the registers saved on its stack
+// and its top frame. A channel's hand-off to a goroutine of another node is charged here,
 // when the receiver runs where the sender readied it.
 constexpr std::int64_t kMovedLines = 4;
 void charge_moved([[maybe_unused]] G* gp, [[maybe_unused]] const P* pp) {
