@@ -140,6 +140,9 @@ def main() -> int:
         names = sweep.parse_list(args.topology) or (["2node", "4node"] if args.full else ["2node"])
         topologies = [sweep.resolve_topology(build, n) for n in names]
         for t in topologies:
+            if t.virtual:
+                return explib.bad_input(PROG, f"--topology {t.name}: the ablation runs in real time; the "
+                                        "virtual set is sweep.py's (--topology virtual)")
             if not t.emulated or t.nodes < 2:
                 return explib.bad_input(PROG, f"--topology {t.name}: the ablation needs an emulated topology with "
                                         "two or more nodes with CPUs (the latency model runs on emulated ones only)")

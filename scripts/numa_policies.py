@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import explib  # noqa: E402
 import numa  # noqa: E402  (the locality runner and its topologies)
 
 SETTINGS = [
@@ -116,7 +117,8 @@ def main() -> int:
             "not memory speed.")
     lines = [f"# NUMA policies ({kind} topologies)" if emulated else "# NUMA policies (real topology)", "",
              f"`nugo-locality fib {fib_n}` and `skynet`, NUGO_BIND=none, {reps} repetition(s); "
-             f"counts are sums over the repetitions, times medians. {said} "
+             f"counts are sums over the repetitions, times medians with the ratio's interval from the "
+             f"ends of the two medians' 95% bootstrap intervals (overlapping 1: no difference). {said} "
              f"Command: `{command}`.", "",
              "| topology | workload | NUGO_NUMA | runs home | moved remote | vs flat | "
              "steals remote | cross-node wake-ups | idle s | time vs flat |",
@@ -136,12 +138,15 @@ def main() -> int:
                "seconds_median": statistics.median(cell["seconds"]),
                "flat_seconds_median": statistics.median(flat["seconds"]), "totals": t}
         row["time_vs_flat"] = row["seconds_median"] / row["flat_seconds_median"]
+        # the interval of the ratio, from the ends of the two medians' 95% bootstrap intervals
+        _, lo, hi = explib.ratio_interval(explib.spread(cell["seconds"]), explib.spread(flat["seconds"]))
+        row["time_vs_flat_ci95"] = [lo, hi]
         rows.append(row)
         vs = "-" if row["moved_remote_vs_flat"] is None else f"{row['moved_remote_vs_flat']:.3f}x"
         lines.append(f"| {numa.topology_label(topology)} ({kind}) | {workload} | {row['numa']} | "
                      f"{100 * row['runs_home_fraction']:.1f}% | {row['moved_remote']:,} | {vs} | "
                      f"{row['steals_remote']:,} | {row['wakeups_cross_node']:,} | "
-                     f"{row['idle_s']:.3f} | {row['time_vs_flat']:.2f}x |")
+                     f"{row['idle_s']:.3f} | {row['time_vs_flat']:.2f}x ({lo:.2f}-{hi:.2f}) |")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")
     (out_dir / f"{stem}.json").write_text(json.dumps(

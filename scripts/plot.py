@@ -462,7 +462,7 @@ class Plotter:
         ax.bar([0], [0], color="tab:blue", label="compute and communication")
         ax.legend(fontsize=7)
         ax.set_title("VIRTUAL TIME: NUMA mode over flat mode on virtual machines of "
-                     + ", ".join(sorted({f"{t} ({n} CPUs)" for t, _, n in keys})), fontsize=8)
+                     + ", ".join(f"{t} ({n} CPUs)" for n, t in sorted({(n, t) for t, _, n in keys})), fontsize=8)
         reps = max(len(v) for v in groups.values())
         self.save(fig, "virtual",
                   "VIRTUAL TIME, not hardware: NUMA mode over flat mode (median flat time over median NUMA time, "

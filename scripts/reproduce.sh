@@ -7,13 +7,14 @@
 # virtual time (a second, virtual-time build: sweep.py --topology virtual), every figure, the paper's numbers, and the paper itself when TeX is
 # installed (scripts/bootstrap.sh --paper).
 #
-#   scripts/reproduce.sh            the default run (about 31 minutes on 2 cores)
+#   scripts/reproduce.sh            the default run (about 45 minutes on 2 cores)
 #   scripts/reproduce.sh --quick    every workload at a tiny size, one repetition (CI's smoke)
 #   scripts/reproduce.sh --full     for a real multi-socket machine: every P count, large sizes
 #   --only W,...      the sweep of these workloads only, and none of the other comparisons
 #   --modes M,...     flat, numa, go, go_numactl (Go per node), tbb, omp, fiber (the peers)
 #   --procs N,...     P counts
-#   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py)
+#   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py;
+#                     the virtual set is a step of its own)
 #   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
 #   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
 #                     configure, only the targets built (ctest runs the pipeline this way)
@@ -27,7 +28,7 @@
 # DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
-# --procs, --topology, --out or --build-dir) also publishes its figures and numbers to
+# --procs, --topology, --out, --build-dir or --virtual-build-dir) also publishes its figures and numbers to
 # paper/figures/ and paper/generated/, the committed ones; no other run touches them.
 # Bad input (an unknown workload, a missing topology file, a P count out of range) exits with
 # status 2 before any experiment runs; a failed experiment makes the exit status 1 at the end.
@@ -101,11 +102,23 @@ for ((i = 0; i < ${#sweep_args[@]}; i += 2)); do
                  { echo "reproduce.sh: --procs: '$n' is not a P count from 1 to 1024" >&2; exit 2; }
              done ;;
     --topology) for t in ${value//,/ }; do
-                  case "$t" in xml:*) [ -f "${t#xml:}" ] || { echo "reproduce.sh: --topology $t: no such file" >&2; exit 2; } ;; esac
+                  case "$t" in
+                    xml:*) [ -f "${t#xml:}" ] || { echo "reproduce.sh: --topology $t: no such file" >&2; exit 2; } ;;
+                    virtual|v2x16|v4x24|v24x16)
+                      echo "reproduce.sh: --topology $t: the virtual set is a step of its own (it runs unless --only is given)" >&2
+                      exit 2 ;;
+                  esac
                 done ;;
   esac
 done
 set +f
+# The virtual set is one of the comparisons --only leaves out, and a rehearsal (a QEMU guest)
+# has no virtual-time build: neither runs it.
+vbuild_given=$vbuild
+if [ -n "$vbuild" ] && { [ -n "$only" ] || [ ${#rehearsal[@]} -gt 0 ]; }; then
+  echo "reproduce.sh: --virtual-build-dir is ignored with --only or --rehearsal (the virtual set does not run)"
+  vbuild=""
+fi
 
 py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
 targets=(nugo-workload nugo-topo)
@@ -152,7 +165,8 @@ if [ -z "$out" ]; then
   out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
   # Only a complete run, of the Release build this script made from committed sources, may
   # replace the paper's figures.
-  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && [ ${#rehearsal[@]} -eq 0 ]; then
+  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && [ -z "$vbuild_given" ] &&
+     [ ${#rehearsal[@]} -eq 0 ]; then
     if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
       echo "reproduce.sh: uncommitted changes: this run will not replace paper/figures and paper/generated"
     else

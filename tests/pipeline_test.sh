@@ -51,7 +51,7 @@ case "${1:-}" in
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
     $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
     for f in scalability locality memory-speedup ablation penalty peers-compute peers-memory peers-communication \
-             micro preempt http timeline; do
+             micro preempt http timeline virtual; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
@@ -62,7 +62,8 @@ case "${1:-}" in
              HttpVsGoRaw ComputeFlatOverNuma MemorySpeedupTwo StealsRemoteFlatTwoNode RunsHomeNumaTwoNode \
              StealsRemoteNumaTwentyFourNode LatencyRemoteFactorTwoNode LatencyRemoteBlocksFlat \
              AblationSpeedupPinned AblationUniformBoth AblationRemoteFlat AblationRemotePinned FibMovedFlat \
-             PeerTbbCompute PeerOmpMemory PeerFiberCommunication PeerGoCompute PeerProcs; do
+             PeerTbbCompute PeerOmpMemory PeerFiberCommunication PeerGoCompute PeerProcs \
+             VirtualSpeedupMemory VirtualSpeedupOther VirtualTargetsMet VirtualTargetsRows VirtualRuns; do
       line=$(grep -F "{\\num$m}" "$work/generated/numbers.tex") || fail "\\num$m is not written"
       case "$line" in *"{n/a}"*) fail "\\num$m is n/a" ;; esac
     done
@@ -72,6 +73,21 @@ case "${1:-}" in
       fail "the 4-node basis does not say why it is n/a"
     grep -q '\\newcommand{\\hasTimeline}{1}' "$work/generated/captions.tex" || fail "captions.tex lacks the timeline"
     grep -q 'EMULATED' "$work/generated/captions.tex" || fail "no caption labels the emulated results"
+    grep -q 'VIRTUAL TIME, not hardware' "$work/generated/captions.tex" || fail "the virtual figure's caption does not say virtual"
+    # The locality targets: judged on the virtual machines only where both modes ran, every row
+    # labelled virtual, and the memory-bound rows (placed with go_on) meet both.
+    $py - "$work/virtual/results.csv" "$root/scripts" <<'PY' || fail "the locality targets' table is wrong"
+import sys
+sys.path.insert(0, sys.argv[2])
+import explib, sweep
+targets = sweep.summarize(explib.read_results(sys.argv[1]))["targets"]
+assert targets, "no locality targets judged"
+assert all(t["topology"].endswith("(virtual)") for t in targets), targets
+assert {t["topology"] for t in targets} == {"v2x16 (virtual)", "v4x24 (virtual)", "v24x16 (virtual)"}, targets
+for t in targets:
+    if t["workload"] in ("triad", "stencil", "spmv"):
+        assert t[">= 95%"] == "met" and t["<= 10%"] == "met", t
+PY
     grep -q 'PROJECTION under the model' "$work/generated/captions.tex" ||
       fail "the ablation's captions do not call the modelled speedups a projection"
     grep -q 'hollow markers: more Ps than CPUs' "$work/generated/captions.tex" ||
@@ -237,6 +253,12 @@ PY
     expect_status 2 bash "$root/scripts/reproduce.sh" --frobnicate
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --modes flat,warp --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology virtual \
+      --virtual-build-dir /nonexistent --dry-run
+    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology v2x16 \
+      --virtual-build-dir "$build/experiments" --dry-run  # not a configured virtual-time build
+    expect_status 2 bash "$root/scripts/reproduce.sh" --quick --topology virtual --build-dir "$build" --out /tmp/never
+    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --topology v2x16 --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --bind socket --dry-run
     expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
     expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --arms flat,sideways --dry-run
