@@ -317,6 +317,12 @@ def machine_kind(virt: dict | None) -> str:
     return f"a virtual machine ({vm})" if vm != "unknown" else "an unknown machine (hardware or virtual)"
 
 
+def is_virtual_build(build: Path) -> bool:
+    """Whether build is configured with -DNUGO_VIRTUAL_TIME=ON (core/src/base/README.md)."""
+    cache = build / "CMakeCache.txt"
+    return cache.is_file() and "NUGO_VIRTUAL_TIME:BOOL=ON" in cache.read_text()
+
+
 def read_results(path: Path) -> list[dict]:
     """sweep.py's results.csv, its flag and count columns as ints (sweep.py and plot.py)."""
     with open(path, newline="") as f:

@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import explib  # noqa: E402
 import numa  # noqa: E402  (the locality runner and its topologies)
+import sweep  # noqa: E402  (the virtual set's machines)
 
 SETTINGS = [
     "",  # the defaults: remote_delay=0, remote_take=half, ready=waker, adopt=0
@@ -71,14 +72,13 @@ def main() -> int:
     if not exe.exists():
         print(f"numa_policies.py: {exe} not found (build target nugo-locality)", file=sys.stderr)
         return 1
-    cache = build / "CMakeCache.txt"
-    if virtual and (not cache.is_file() or "NUGO_VIRTUAL_TIME:BOOL=ON" not in cache.read_text()):
+    if virtual and not explib.is_virtual_build(build):
         return usage(f"--virtual: {build} is not a virtual-time build (-DNUGO_VIRTUAL_TIME=ON; "
                      "scripts/test.sh --virtual makes build-virtual)")
     topologies = numa.locality_topologies()
     if virtual:
-        topologies = [(numa.shared_topology("xeon-2socket-2node-32pu.xml", "pack:2 numa:1 core:8 pu:2"), 32),
-                      (numa.shared_topology("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2"), 96)]
+        topologies = [(numa.shared_topology(*sweep.VIRTUAL_TOPOLOGIES[name]), procs)
+                      for name, procs in (("v2x16", 32), ("v4x24", 96))]
     kind = "VIRTUAL" if virtual else "EMULATED"
     stem = "policies-virtual" if virtual else "policies"
     reps = reps or (1 if quick else 3)

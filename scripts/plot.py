@@ -436,7 +436,8 @@ class Plotter:
             self.missing.append("virtual (no virtual/results.csv: the virtual set did not run)")
             return
         import sweep  # noqa: E402  (the same tables the sweep wrote)
-        rows = [r for r in explib.read_results(path) if r["ok"] == 1 and r.get("clock") == "virtual"]
+        every = explib.read_results(path)
+        rows = [r for r in every if r["ok"] == 1 and r.get("clock") == "virtual"]
         groups: dict[tuple, list[float]] = {}
         for r in rows:
             groups.setdefault((r["topology"], r["workload"], r["procs"], r["mode"]), []).append(float(r["seconds"]))
@@ -480,7 +481,7 @@ class Plotter:
         self.number("VirtualSpeedupMemoryMax", max(mem) if mem else None, src)
         self.number("VirtualSpeedupOther", statistics.median(other) if other else None, src)
         self.number("VirtualRuns", len(rows), src)
-        targets = sweep.summarize(explib.read_results(path))["targets"]
+        targets = sweep.summarize(every)["targets"]
         self.number("VirtualTargetsMet", sum(1 for t in targets if t[">= 95%"] == "met" and t["<= 10%"] == "met"), src)
         self.number("VirtualTargetsRows", len(targets), src)
 

@@ -188,7 +188,6 @@ class Topo:
         self.name, self.spec, self.emulated = name, spec, emulated
         self.pus, self.nodes, self.distance, self.restriction = described
         self.fixed_procs, self.timing, self.virtual = procs, timing, virtual
-        self.label = name + (" (virtual)" if virtual else " (emulated)" if emulated else "")
 
 
 def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]], str]:
@@ -560,9 +559,7 @@ def main() -> int:
         if any(t.virtual for t in topologies):
             vbuild = args.virtual_build_dir.resolve()
             vexe = vbuild / "experiments" / "nugo-workload"
-            cache = vbuild / "CMakeCache.txt"
-            if not os.access(vexe, os.X_OK) or not cache.is_file() or \
-                    "NUGO_VIRTUAL_TIME:BOOL=ON" not in cache.read_text():
+            if not os.access(vexe, os.X_OK) or not explib.is_virtual_build(vbuild):
                 return explib.bad_input(PROG, f"--topology virtual needs the virtual-time build: {vexe} is not "
                                         "built with -DNUGO_VIRTUAL_TIME=ON (scripts/test.sh --virtual, or "
                                         "--virtual-build-dir)")
@@ -712,7 +709,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
     of a peer's mode (PEERS)."""
     arm = arm or Arm(m, m)
     row = dict.fromkeys(COLUMNS, "")
-    virtual = getattr(t, "virtual", False)
+    virtual = t.virtual
     row |= {"workload": w, "size": size, "topology": t.name, "topology_source": t.spec or "this machine (hwloc)",
             "emulated": int(t.emulated), "clock": "virtual" if virtual else "real",
             "timing_reported": int(t.timing), "mode": m, "procs": n,
