@@ -50,6 +50,7 @@ KINDS = ("compute", "memory", "communication")
 # "published speedups" is drawn: it joined "up to" maxima of papers with different machines
 # and baselines, issue 25.)
 PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
+SIM = "$\\sim$"  # a ratio whose two medians' intervals overlap: no difference
 
 
 def tex(text) -> str:
@@ -70,6 +71,7 @@ class Plotter:
         self.generated.mkdir(parents=True, exist_ok=True)
         self.numbers: dict[str, tuple[str, str]] = {}  # macro: (value, where it came from)
         self.captions: dict[str, str] = {}
+        self.tables: dict[str, str] = {}  # \\table<name>: a tabular the paper inputs whole
         self.made: list[str] = []
         self.missing: list[str] = []
         self.rows = explib.read_results(results / "results.csv")
@@ -118,12 +120,37 @@ class Plotter:
         elif isinstance(value, str):
             text = value  # already TeX: callers pass free text through tex()
         elif percent:
-            text = f"{value:.1f}\\%"
+            text = f"{value:.1f}\\%".replace("-", "$-$")  # a minus, not a hyphen
         elif isinstance(value, int):
             text = f"{value:,}".replace(",", "{,}")
         else:
             text = explib.fmt(value, digits)
         self.numbers[macro] = (text, source)
+
+    def interval(self, macro: str, lo, hi, source: str, percent: bool = False) -> None:
+        """The macro's 95% interval as "lo--hi" (\\num<macro>CI), or n/a without one."""
+        if lo is None or hi is None:
+            self.numbers[macro + "CI"] = ("n/a", source)
+        elif percent:  # "-1.5\\% to 0.7\\%": a dash between signed numbers would read as a minus
+            self.numbers[macro + "CI"] = (f"{lo:.1f}\\% to {hi:.1f}\\%".replace("-", "$-$"), source)
+        else:
+            self.numbers[macro + "CI"] = (f"{explib.fmt(lo)}--{explib.fmt(hi)}", source)
+
+    def geomean_interval(self, macro: str, triples: list[tuple[float, float, float]], source: str) -> None:
+        """A geometric mean of ratios (each with its interval from the ends of two medians' 95%
+        intervals) and, as its interval, the geometric means of the ends: conservative, since
+        every ratio is taken at the end of its interval at once."""
+        if not triples:
+            self.number(macro, None, source)
+            self.number(macro + "Verdict", None, source)
+            self.interval(macro, None, None, source)
+            return
+        lo, hi = statistics.geometric_mean([t[1] for t in triples]), statistics.geometric_mean([t[2] for t in triples])
+        self.number(macro, statistics.geometric_mean([t[0] for t in triples]), source)
+        self.interval(macro, lo, hi, source)
+        # In words, for the text: which side of one the whole interval lies on, if either.
+        self.number(macro + "Verdict", "below one" if hi < 1 else "above one" if lo > 1 else
+                    "an interval that holds one: no difference", source)
 
     def save(self, fig, name: str, caption: str) -> None:
         if self.machine.get("rehearsal"):  # never to be mistaken for a result
@@ -133,6 +160,13 @@ class Plotter:
         fig.tight_layout()
         fig.savefig(self.figures / f"{name}.png", dpi=130)
         plt.close(fig)
+        self.made.append(name)
+        self.captions[name] = caption
+
+    def adopt(self, png: Path, name: str, caption: str) -> None:
+        """A figure another script drew (the tracer's timeline, virtual.py's speedups), as this
+        run's figure NAME with its caption."""
+        shutil.copyfile(png, self.figures / f"{name}.png")
         self.made.append(name)
         self.captions[name] = caption
 
@@ -149,6 +183,11 @@ class Plotter:
 
     def topology_label(self, t: str) -> str:
         return f"{t} (emulated)" if self.is_emulated(t) else f"{t} (real)"
+
+    def real(self) -> str:
+        """What a hardware timing of this run is: REAL, on this machine, of the kind it is."""
+        kind = self.machine.get("machine_kind")
+        return "REAL: timed on this machine" + (f", {tex(kind)}" if kind else "") + ", not emulated"
 
     def is_emulated(self, t: str) -> bool:
         return any(r["emulated"] for r in self.rows if r["topology"] == t)
@@ -229,8 +268,10 @@ class Plotter:
         the geometric mean of nugo's time over each peer's per kind at the largest such P count."""
         for kind in KINDS:
             for m in PEER_STYLE:
-                self.na(f"Peer{m.title()}{kind.title()}")
+                self.na(f"Peer{m.title()}{kind.title()}", f"Peer{m.title()}{kind.title()}Verdict")
+                self.interval(f"Peer{m.title()}{kind.title()}", None, None, "")
         self.na("PeerProcs")
+        self.tables["Peers"] = "\\emph{No peer ran.}"
         spr = self.spreads(lambda r: r["topology"] == "machine" and not self.oversubscribed(r["procs"]))
         runtimes = [m for m in PEER_STYLE if any(k[3] == m for k in spr)]
         if not any(m != "go" for m in runtimes):
@@ -240,6 +281,23 @@ class Plotter:
         procs = sorted({k[2] for k in spr if k[3] == "flat"})
         top = procs[-1] if procs else None
         self.number("PeerProcs", top, self.where("results.csv"))
+        body = []
+        for kind in KINDS:
+            for w in sorted({k[1] for k in spr if k[3] == "flat" and k[2] == top and kind_of.get(k[1]) == kind}):
+                cells = []
+                for m in PEER_STYLE:
+                    if ("machine", w, top, m) not in spr:
+                        cells.append("--")
+                        continue
+                    flat, other = spr[("machine", w, top, "flat")], spr[("machine", w, top, m)]
+                    r, lo, hi = explib.ratio_interval(flat, other)  # nugo's time over the peer's
+                    cells.append(f"{'' if flat.differs(other) else SIM}{explib.fmt(r)} "
+                                 f"\\scriptsize({explib.fmt(lo)}--{explib.fmt(hi)})")
+                body.append(f"{tex(w)} & {kind} & " + " & ".join(cells) + " \\\\")
+        self.tables["Peers"] = (
+            "\\begin{tabular}{llrrrr}\\toprule\n"
+            "workload & kind & " + " & ".join(PEER_STYLE[m][0] for m in PEER_STYLE) + " \\\\\n\\midrule\n"
+            + "\n".join(body) + "\n\\bottomrule\n\\end{tabular}")
         for kind in KINDS:
             groups = sorted({(k[1], k[2]) for k in spr if k[3] == "flat" and kind_of.get(k[1]) == kind})
             shown = [m for m in runtimes if any(("machine", w, n, m) in spr for w, n in groups)]
@@ -277,12 +335,12 @@ class Plotter:
                       f"{tex(self.machine.get('cpu_model', 'this machine'))}. "
                       f"Results: \\texttt{{{self.where('results.csv')}}}.")
             for m in shown:
-                ratios = [spr[("machine", w, top, "flat")].median / spr[("machine", w, top, m)].median
+                ratios = [explib.ratio_interval(spr[("machine", w, top, "flat")], spr[("machine", w, top, m)])
                           for w, n in groups if n == top and ("machine", w, top, m) in spr]
                 if ratios:
-                    self.number(f"Peer{m.title()}{kind.title()}", statistics.geometric_mean(ratios),
-                                f"{self.where('results.csv')}: geometric mean of flat/{m} over {len(ratios)} "
-                                f"{kind} workloads at {top} P")
+                    self.geomean_interval(f"Peer{m.title()}{kind.title()}", ratios,
+                                          f"{self.where('results.csv')}: geometric mean of flat/{m} over "
+                                          f"{len(ratios)} {kind} workloads at {top} P")
 
     def locality(self) -> None:
         self.locality_numbers({})
@@ -430,7 +488,12 @@ class Plotter:
         """NUMA mode against flat mode on the virtual set (DIR/virtual/: scripts/sweep.py
         --topology virtual), in virtual time, and the locality targets judged there."""
         self.na("VirtualSpeedupMemory", "VirtualSpeedupMemoryMax", "VirtualSpeedupOther", "VirtualTargetsMet",
-                "VirtualTargetsRows", "VirtualRuns")
+                "VirtualTargetsRows", "VirtualRuns", "VirtualRowsMemory", "VirtualRowsMemoryFaster",
+                "VirtualRowsOther", "VirtualRowsOtherDiffer", "VirtualRepetitions", "VirtualMaxCpus",
+                "VirtualTargetsMetMemory", "VirtualTargetsRowsMemory", "VirtualTargetsMetOther", "VirtualTargetsRowsOther",
+                *(f"Virtual{what}{m}{n}" for what in ("StealsRemote", "RunsHome", "RemoteBlocks") for m in ("Flat", "Numa")
+                  for n in ("Two", "Four", "TwentyFour")))
+        self.tables["Virtual"] = "\\emph{The virtual set did not run.}"
         path = self.dir / "virtual" / "results.csv"
         if not path.exists():
             self.missing.append("virtual (no virtual/results.csv: the virtual set did not run)")
@@ -477,21 +540,110 @@ class Plotter:
                   f"medians' 95\\% bootstrap intervals. Results: \\texttt{{{src}}}.")
         mem = [ratio[k][0] for k in keys if k[1] in MEMORY]
         other = [ratio[k][0] for k in keys if k[1] not in MEMORY]
+        # A row "differs" when its interval excludes 1 (the two medians' intervals part).
+        differs = {k: spr[(*k, "flat")].differs(spr[(*k, "numa")]) for k in keys}
+        self.number("VirtualRowsMemory", sum(1 for k in keys if k[1] in MEMORY), src)
+        self.number("VirtualRowsMemoryFaster", sum(1 for k in keys if k[1] in MEMORY and differs[k]
+                                                   and ratio[k][0] > 1), src)
+        self.number("VirtualRowsOther", sum(1 for k in keys if k[1] not in MEMORY), src)
+        self.number("VirtualRowsOtherDiffer", sum(1 for k in keys if k[1] not in MEMORY and differs[k]), src)
+        self.number("VirtualRepetitions", reps, src)
+        self.number("VirtualMaxCpus", max(k[2] for k in keys), src)
+        machines = sorted({(n, t) for t, _, n in keys})
+        workloads = sorted({k[1] for k in keys}, key=lambda w: (w not in MEMORY, w))
+        body = []
+        for w in workloads:
+            cells = []
+            for n, t in machines:
+                k = (t, w, n)
+                if k not in ratio:
+                    cells.append("--")
+                    continue
+                r, lo, hi = ratio[k]
+                cells.append(f"{'' if differs[k] else SIM}{explib.fmt(r)} "
+                             f"\\scriptsize({explib.fmt(lo)}--{explib.fmt(hi)})")
+            body.append(tex(w) + " & " + " & ".join(cells) + " \\\\")
+        self.tables["Virtual"] = (
+            "\\begin{tabular}{l" + "r" * len(machines) + "}\\toprule\n"
+            "workload & " + " & ".join(f"{tex(t)} ({n} CPUs)" for n, t in machines) + " \\\\\n\\midrule\n"
+            + "\n".join(body) + "\n\\bottomrule\n\\end{tabular}")
         self.number("VirtualSpeedupMemory", statistics.median(mem) if mem else None, src)
         self.number("VirtualSpeedupMemoryMax", max(mem) if mem else None, src)
         self.number("VirtualSpeedupOther", statistics.median(other) if other else None, src)
         self.number("VirtualRuns", len(rows), src)
         targets = sweep.summarize(every)["targets"]
-        self.number("VirtualTargetsMet", sum(1 for t in targets if t[">= 95%"] == "met" and t["<= 10%"] == "met"), src)
+        met = lambda t: t[">= 95%"] == "met" and t["<= 10%"] == "met"  # noqa: E731
+        self.number("VirtualTargetsMet", sum(1 for t in targets if met(t)), src)
         self.number("VirtualTargetsRows", len(targets), src)
+        for name, pick in (("Memory", lambda t: t["workload"] in MEMORY), ("Other", lambda t: t["workload"] not in MEMORY)):
+            self.number(f"VirtualTargetsMet{name}", sum(1 for t in targets if pick(t) and met(t)), src)
+            self.number(f"VirtualTargetsRows{name}", sum(1 for t in targets if pick(t)), src)
+        # Locality counters where no P is folded: every workload and repetition summed, per
+        # virtual machine and mode.
+        for t, name in (("v2x16", "Two"), ("v4x24", "Four"), ("v24x16", "TwentyFour")):
+            for mode in ("flat", "numa"):
+                mine = [r for r in rows if r["topology"] == t and r["mode"] == mode]
+                steals = sum(int(r["steals_same_node"] or 0) + int(r["steals_remote"] or 0) for r in mine)
+                runs = sum(int(r["runs"] or 0) for r in mine)
+                blocks = sum(int(r["blocks"] or 0) for r in mine if r["workload"] in MEMORY)
+                m = mode.title()
+                self.number(f"VirtualStealsRemote{m}{name}",
+                            100 * sum(int(r["steals_remote"] or 0) for r in mine) / steals if steals else None,
+                            src, percent=True)
+                self.number(f"VirtualRunsHome{m}{name}",
+                            100 * sum(int(r["runs_home"] or 0) for r in mine) / runs if runs else None, src, percent=True)
+                self.number(f"VirtualRemoteBlocks{m}{name}",
+                            100 * sum(int(r["remote_blocks"] or 0) for r in mine if r["workload"] in MEMORY) / blocks
+                            if blocks else None, src, percent=True)
+
+    def virtual_validation(self) -> None:
+        """Virtual time's validation (DIR/virtual-validation/virtual.json, scripts/virtual.py): its
+        agreement with real time at 1 and 2 Ps, fork-join on many virtual CPUs, determinism."""
+        macros = ("ValidationRatioMin", "ValidationRatioMax", "ValidationRows", "ValidationInside", "ValidationOutside",
+                  "ValidationTopCpus", "ValidationFibTop", "ValidationSkynetTop", "ValidationUtsTop",
+                  "ValidationLawsBroken", "ValidationDeterminism")
+        self.na(*macros)
+        path = self.dir / "virtual-validation" / "virtual.json"
+        if not path.exists():
+            self.missing.append("virtual-speedup (no virtual-validation/virtual.json: scripts/virtual.py did not run)")
+            return
+        d, src = json.loads(path.read_text()), self.where("virtual-validation/virtual.json")
+        first = lambda cell: float(str(cell).split()[0])  # noqa: E731  "1.03 (0.79-1.59)" -> 1.03
+        ratios = [first(row[4]) for row in d["agreement"]]
+        self.number("ValidationRatioMin", min(ratios) if ratios else None, src)
+        self.number("ValidationRatioMax", max(ratios) if ratios else None, src)
+        self.number("ValidationRows", len(ratios), src)
+        # scripts/virtual.py's verdicts: the ratio's interval inside the bar, outside it, or across it.
+        self.number("ValidationInside", sum(1 for row in d["agreement"] if row[5].startswith("within")), src)
+        self.number("ValidationOutside", sum(1 for row in d["agreement"] if row[5].startswith("outside")), src)
+        top = max((row[1] for row in d["scaling"]), default=None)
+        self.number("ValidationTopCpus", top, src)
+        for w, macro in (("fib", "ValidationFibTop"), ("skynet", "ValidationSkynetTop"), ("uts", "ValidationUtsTop")):
+            row = next((r for r in d["scaling"] if r[0] == w and r[1] == top), None)
+            self.number(macro, first(row[3]) if row else None, src)
+        self.number("ValidationLawsBroken", len(d.get("broken", [])), src)
+        det = next((r for r in d.get("determinism", []) if r[0] == "seconds"), None)
+        self.number("ValidationDeterminism", tex(det[4]) if det else None, src)
+        png = self.dir / "virtual-validation" / "speedup.png"
+        if png.exists():
+            self.adopt(png, "virtual-speedup", (
+                "VIRTUAL TIME, not hardware: fork-join speedup over one virtual CPU on virtual machines of the "
+                "24-node em64t's shape, 1 to "
+                f"{top} CPUs, flat mode, with the work law's bound; each point is the median of "
+                f"{d['settings'].get('repetitions')} runs. Drawn by \\texttt{{scripts/virtual.py}}. "
+                f"Results: \\texttt{{{src}}}."))
 
     def micro(self) -> None:
-        self.na("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber")
+        self.na("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber", "MicroYieldVsRawSwitch",
+                "MicroSkynetVsGo", "MicroFanoutVsGo", "MicroFanoutRssVsGo", "MicroSkynetRssVsGo",
+                "MicroRepetitions")
         path = self.dir / "micro" / "micro.json"
         if not path.exists():
             self.missing.append("micro (no micro/micro.json)")
             return
-        rows = [r for r in json.loads(path.read_text())["rows"] if r["go"] or r["fiber"]]
+        data = json.loads(path.read_text())
+        every = {r["benchmark"]: r for r in data["rows"]}
+        rows = [r for r in data["rows"] if r["go"] or r["fiber"]]
         # times only (ns per something): peak RSS, cores and latency rows are other quantities
         rows = [r for r in rows if r["nugo"] and not r.get("absolute") and r["unit"].startswith("ns/")]
         fig, ax = plt.subplots(figsize=(9, 3.6))
@@ -508,7 +660,7 @@ class Plotter:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over, the bars
         self.save(fig, "micro",
                   "Scheduler micro-benchmarks: nugo's time per operation over Go 1.19's and Boost.Fiber's, "
-                  f"measured side by side in one run on this machine (real hardware, no emulation). Results: "
+                  f"measured side by side in one run ({self.real()}). Results: "
                   f"\\texttt{{{self.where('micro/micro.json')}}}.")
         by = {r["benchmark"]: r for r in rows}
 
@@ -518,9 +670,24 @@ class Plotter:
         self.number("MicroCreateVsGo", ratio("create_and_run/procs:1", "go"), self.where("micro/micro.json"))
         self.number("MicroChanSyncVsGo", ratio("chan_sync/procs:1", "go"), self.where("micro/micro.json"))
         self.number("MicroYieldVsFiber", ratio("yield_ping/procs:1", "fiber"), self.where("micro/micro.json"))
+        self.number("MicroSkynetVsGo", ratio("skynet/procs:2", "go"), self.where("micro/micro.json"))
+        self.number("MicroFanoutVsGo", ratio("fanout_100k/procs:2", "go"), self.where("micro/micro.json"))
+        raw, ping = every.get("raw_switch"), every.get("yield_ping/procs:1")
+        self.number("MicroYieldVsRawSwitch", ping["nugo"] / raw["nugo"] if raw and ping and raw["nugo"] else None,
+                    self.where("micro/micro.json"))
+        for name, macro in (("fanout_100k/procs:2 peak RSS", "MicroFanoutRssVsGo"),
+                            ("skynet/procs:2 peak RSS", "MicroSkynetRssVsGo")):
+            r = every.get(name)
+            self.number(macro, r["nugo"] / r["go"] if r and r["nugo"] and r["go"] else None,
+                        self.where("micro/micro.json"))
+        self.number("MicroRepetitions", data.get("settings", {}).get("repetitions"), self.where("micro/micro.json"))
 
     def preempt(self) -> None:
-        self.na("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine")
+        self.na("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine", "PreemptNugoSlices", "PreemptGoSlices", "PreemptLossTenMs", "PreemptLossOneMs",
+                "PreemptLossTwoHundredUs", "PreemptGoLoss", "SysmonCoresTenMs", "SysmonCoresOneMs", "PreemptRounds")
+        for c in ("TenMs", "OneMs", "TwoHundredUs"):
+            self.interval(f"PreemptLoss{c}", None, None, "")
+        self.preempt_whole()
         path = self.dir / "preempt" / "preempt.json"
         if not path.exists():
             self.missing.append("preemption (no preempt/preempt.json)")
@@ -545,10 +712,48 @@ class Plotter:
         self.save(fig, "preempt",
                   "Preemption latency: how long a goroutine that became runnable waits behind CPU hogs, p50 and "
                   "p99, for nugo's time slices (lock\\_hog: the hog holds a std::mutex) and for Go 1.19 "
-                  f"(real hardware, no emulation). Results: \\texttt{{{self.where('preempt/preempt.json')}}}.")
+                  f"({self.real()}). Results: \\texttt{{{self.where('preempt/preempt.json')}}}.")
         ten = d["nugo"].get("preempt_latency/slice:10ms")
         self.number("PreemptNugoPNinetyNine", ten["p99_us"] / 1e3 if ten else None, self.where("preempt/preempt.json"))
         self.number("PreemptGoPNinetyNine", g["p99_us"] / 1e3 if g else None, self.where("preempt/preempt.json"))
+        # The p99 in slices of 10 ms: nugo's at its default slice, Go's at its fixed one.
+        self.number("PreemptNugoSlices", ten["p99_us"] / 1e4 if ten else None, self.where("preempt/preempt.json"), digits=2)
+        self.number("PreemptGoSlices", g["p99_us"] / 1e4 if g else None, self.where("preempt/preempt.json"), digits=2)
+        over, src = d.get("overhead", {}), self.where("preempt/preempt.json")
+        for config, macro in (("slice:10ms", "TenMs"), ("slice:1ms", "OneMs"), ("slice:200us", "TwoHundredUs")):
+            losses = over.get("nugo_loss", {}).get(config)
+            if losses:
+                sp = explib.spread([100 * x for x in losses])
+                self.number(f"PreemptLoss{macro}", sp.median, src, percent=True)
+                self.interval(f"PreemptLoss{macro}", sp.ci_lo if sp.n > 1 else None, sp.ci_hi if sp.n > 1 else None,
+                              src, percent=True)
+        if over.get("go_loss"):
+            self.number("PreemptGoLoss", 100 * statistics.median(over["go_loss"]), src, percent=True)
+        for config, macro in (("slice:10ms", "TenMs"), ("slice:1ms", "OneMs")):
+            cores = over.get("nugo_other_cores", {}).get(config)
+            self.number(f"SysmonCores{macro}", 100 * statistics.median(cores) if cores else None, src, percent=True)
+        self.number("PreemptRounds", d.get("settings", {}).get("rounds"), src)
+
+    def preempt_whole(self) -> None:
+        """Preemption's cost on whole workloads (preempt/workloads.json, scripts/preempt.py)."""
+        self.na("PreemptWholeWorkloads", "PreemptWholeRounds")
+        for c in ("TenMs", "OneMs", "TwoHundredUs"):
+            self.na(f"PreemptWhole{c}", f"PreemptWhole{c}Differ", f"PreemptWhole{c}Verdict")
+            self.interval(f"PreemptWhole{c}", None, None, "")
+        path = self.dir / "preempt" / "workloads.json"
+        if not path.exists():
+            self.missing.append("preemption on whole workloads (no preempt/workloads.json)")
+            return
+        d, src = json.loads(path.read_text()), self.where("preempt/workloads.json")
+        summary = d["summary"]
+        self.number("PreemptWholeWorkloads", len(summary), src)
+        self.number("PreemptWholeRounds", d["settings"]["rounds"], src)
+        for config, macro in (("10ms", "TenMs"), ("1ms", "OneMs"), ("200us", "TwoHundredUs")):
+            triples = [(v[config]["median"], v[config]["ci_lo"], v[config]["ci_hi"]) for v in summary.values()]
+            self.geomean_interval(f"PreemptWhole{macro}", triples,
+                                  f"{src}: geometric mean over the workloads of time at {config} / time with "
+                                  "asynchronous preemption off")
+            self.number(f"PreemptWhole{macro}Differ", sum(1 for v in summary.values() if v[config]["differs"]), src)
 
     def http(self) -> None:
         self.na("HttpVsGoRaw", "HttpVsNetHttp")
@@ -574,22 +779,37 @@ class Plotter:
         self.save(fig, "http",
                   "HTTP /echo under wrk on loopback: throughput and p99 latency of nugo-http, the Go 1.19 twin "
                   "with the same minimal parser (Go raw) and Go's net/http; median and range over the runs "
-                  f"(real hardware, no emulation). Results: \\texttt{{{self.where('net/net.json')}}}.")
+                  f"({self.real()}). Results: \\texttt{{{self.where('net/net.json')}}}.")
         self.number("HttpVsGoRaw", h["nugo/100"]["rps"] / h["goraw/100"]["rps"], self.where("net/net.json"))
         self.number("HttpVsNetHttp", h["nugo/100"]["rps"] / h["go/100"]["rps"], self.where("net/net.json"))
+
+    def tracer(self) -> None:
+        """What tracing costs when on (trace/overhead.json, scripts/tracer.py)."""
+        for b, macro in (("yield_ping", "TracerYield"), ("skynet/procs:1", "TracerSkynet")):
+            self.na(macro)
+            self.interval(macro, None, None, "")
+        path = self.dir / "trace" / "overhead.json"
+        if not path.exists():
+            self.missing.append("tracer cost (no trace/overhead.json)")
+            return
+        src = self.where("trace/overhead.json")
+        rows = {r["benchmark"]: r for r in json.loads(path.read_text()).get("tracing_on", [])}
+        for b, macro in (("yield_ping", "TracerYield"), ("skynet/procs:1", "TracerSkynet")):
+            r = rows.get(b) or next((v for k, v in rows.items() if k.startswith(b.split("/")[0])), None)
+            if r:
+                self.number(macro, r["ratio"], src)
+                self.interval(macro, *r["ratio_range"], src)
 
     def timeline(self) -> None:
         src = self.dir / "trace" / "timeline-fork-join.png"
         if not src.exists():
             self.missing.append("timeline (no trace/timeline-fork-join.png)")
             return
-        shutil.copyfile(src, self.figures / "timeline.png")
-        self.made.append("timeline")
-        self.captions["timeline"] = (
+        self.adopt(src, "timeline", (
             "A timeline from the execution tracer: fork-join fib(20) at 4 Ps, flat mode above and NUMA mode "
             "below, on the EMULATED 2-node machine (scheduler decisions only). Drawn by "
             f"\\texttt{{scripts/timeline.py}} from \\texttt{{{self.where('trace/fork-join-flat.json')}}} and "
-            f"\\texttt{{{self.where('trace/fork-join-numa.json')}}}.")
+            f"\\texttt{{{self.where('trace/fork-join-numa.json')}}}."))
 
     # ---- the ablation (scripts/ablation.py) ----
 
@@ -608,7 +828,8 @@ class Plotter:
         return (fitting or configs or [None])[0]
 
     def ablation(self) -> None:
-        self.na("AblationTopology", "AblationProcs", "AblationRepetitions", "AblationRuns",
+        self.na("AblationTopology", "AblationProcs", "AblationRepetitions", "AblationRuns", "AblationPenaltyMin",
+                "AblationPenaltyMax", "AblationPenaltyShown",
                 *[f"AblationRemote{a.title()}" for a in ARM_STYLE],
                 *[f"AblationSpeedup{a.title()}" for a in ARM_STYLE if a != "flat"],
                 *[f"AblationUniform{a.title()}" for a in ARM_STYLE if a != "flat"],
@@ -634,6 +855,9 @@ class Plotter:
         self.number("AblationProcs", n, src)
         self.number("AblationRepetitions", max(r["repetition"] for r in rows), src)
         self.number("AblationRuns", len(self.ablation_rows), src)
+        self.number("AblationPenaltyMin", penalties[0], src)
+        self.number("AblationPenaltyMax", penalties[-1], src)
+        self.number("AblationPenaltyShown", shown, src)
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
         width = 0.8 / len(arms)
@@ -683,7 +907,7 @@ class Plotter:
                   "charges nothing): a count of what the scheduler did, not a modelled time. Right: flat time over the arm's time under the EMULATED memory "
                   f"latency model at a remote/local penalty of {shown:g}, a PROJECTION under the model, not a "
                   "measurement; error bars from the ends of the two medians' 95\% bootstrap intervals"
-                  + ("; hatched: more Ps than CPUs, not quoted" if over else "") + f". Results: \texttt{{{src}}}.")
+                  + ("; hatched: more Ps than CPUs, not quoted" if over else "") + f". Results: \\texttt{{{src}}}.")
 
         fig, axes = plt.subplots(1, len(workloads), figsize=(2.3 * len(workloads), 3.0))
         axes = axes if len(workloads) > 1 else [axes]
@@ -713,10 +937,11 @@ class Plotter:
                      fontsize=9)
         self.save(fig, "penalty",
                   "Each arm's speedup over the flat arm as the latency model's remote/local penalty grows from 1.0 "
-                  "(uniform memory: the scheduling alone) to 3.0; the dotted line is 1.74, remote over local DRAM "
-                  "latency measured on 2-socket Cascade Lake. EMULATED topology and memory latency: every point is a "
+                  "(uniform memory: the scheduling alone) to 3.0; the dotted line is 1.74, a remote/local DRAM "
+                  "latency ratio for 2-socket Cascade Lake from the project's reference notes (an input, not traced to "
+                  "a primary source). EMULATED topology and memory latency: every point is a "
                   "PROJECTION under the model; error bars from the ends of the two medians' 95\% bootstrap intervals. "
-                  f"Results: \texttt{{{src}}}.")
+                  f"Results: \\texttt{{{src}}}.")
 
         # Fork-join on uniform memory: where NUMA mode's speedup over flat comes from.
         fib = spr.get((t, n, "fib", "flat", 0.0))
@@ -779,12 +1004,16 @@ class Plotter:
         (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
         caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]
         for name in ("scalability", "locality", "memory-speedup", "ablation", "penalty", "micro", "preempt", "http",
-                     "timeline", "virtual", *(f"peers-{kind}" for kind in KINDS)):
+                     "timeline", "virtual", "virtual-speedup", *(f"peers-{kind}" for kind in KINDS)):
             macro = re.sub(r"[^A-Za-z]", "", name.title())
             text = self.captions.get(name, "Not produced by this run: its experiment did not run.")
             caps.append(f"\\newcommand{{\\caption{macro}}}{{{text}}}")
             caps.append(f"\\newcommand{{\\has{macro}}}{{{'1' if name in self.made else '0'}}}")
         (self.generated / "captions.tex").write_text("\n".join(caps) + "\n")
+        tables = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit."]
+        for name in ("Virtual", "Peers"):
+            tables.append(f"\\newcommand{{\\table{name}}}{{%\n{self.tables.get(name, 'n/a')}}}")
+        (self.generated / "tables.tex").write_text("\n".join(tables) + "\n")
 
 
 def main() -> int:
@@ -801,7 +1030,7 @@ def main() -> int:
     # A figure that fails is reported and left out; the others, the numbers and the captions are
     # still written, so that the paper builds (printing n/a for what is missing).
     for figure in (p.scalability, p.locality, p.memory_speedup, p.ablation, p.peers, p.micro, p.preempt, p.http,
-                   p.timeline, p.virtual_set, p.sweep_numbers):
+                   p.tracer, p.timeline, p.virtual_set, p.virtual_validation, p.sweep_numbers):
         try:
             figure()
         except Exception as e:  # noqa: BLE001 -- any error in one figure must not lose the rest

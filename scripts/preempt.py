@@ -2,11 +2,13 @@
 """Run nugo's sysmon/preemption/syscall benchmarks beside their Go twins.
 
 usage: scripts/preempt.py --out DIR [--build-dir BUILD] [--quick] [--repetitions R]
+                          [--workloads-only] [--seed S]
 
 Runs BUILD/experiments/nugo-preempt-bench and the Go benchmarks of
 experiments/baselines/go/preempt_test.go (Go 1.19 on PATH, standard library
 only, built once into BUILD/go-preempt.test), and writes OUT_DIR/preempt.md
-and preempt.json.
+and preempt.json; then preemption's cost on whole programs (below), into
+OUT_DIR/workloads.md and workloads.json.
 
 Targets (issues 4 and 14), checked in the same run:
   preempt_latency   p99 wake delay <= 1.2x the configured slice, every slice
@@ -24,11 +26,21 @@ within a round, against that round's "off", and the table shows the median
 and the range over rounds. Every subprocess has a timeout: a hung runtime is a
 failure, not a hung script.
 
+Preemption's cost on whole programs: BUILD/experiments/nugo-workload runs the
+sweep's workloads that do not need preemption to progress (fib, skynet, uts,
+mergesort, triad, stencil, sieve, fanin; small sizes with --quick) at 2 Ps bound
+one to a CPU, with asynchronous preemption off (NUGO_DEBUG=asyncpreemptoff=1)
+and at 10 ms, 1 ms and 200 us slices (NUGO_TIMESLICE), R rounds, each round's
+configurations in a random order (--seed). A ratio is taken within a round,
+against that round's "off"; each workload's median ratio has its 95% bootstrap
+interval. --workloads-only runs this part alone. REAL: timed on this machine.
+
 Exit status: 0 when all ran (targets may miss: the table says so), 1 when a
 benchmark failed or timed out, 2 on bad usage.
 """
 import json
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -43,6 +55,13 @@ SLICES = (("10ms", 10_000), ("1ms", 1_000), ("200us", 200))
 OVERHEAD_CONFIGS = ["async:off", "slice:10ms", "slice:1ms", "slice:200us"]
 ITERS_PER_OP = 200e6  # compute() iterations per benchmark op (preempt_bench.cpp, preempt_test.go)
 TIMEOUT_S = 300
+# Preemption's cost on whole programs: the sweep's workloads that do not need preemption to make
+# progress (pingpong_hogs does: without it, its hogs starve the ping-pong), each run with
+# asynchronous preemption off and at three slices, at 2 Ps bound one to a CPU.
+WHOLE_WORKLOADS = ["fib", "skynet", "uts", "mergesort", "triad", "stencil", "sieve", "fanin"]
+WHOLE_CONFIGS = {"off": {"NUGO_DEBUG": "asyncpreemptoff=1"}, "10ms": {"NUGO_TIMESLICE": "10ms"},
+                 "1ms": {"NUGO_TIMESLICE": "1ms"}, "200us": {"NUGO_TIMESLICE": "200us"}}
+WHOLE_PROCS = 2
 
 
 Failed = explib.Failed
@@ -73,9 +92,74 @@ def median_range(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
+def whole_workloads(build: Path, out: Path, rounds: int, quick: bool, seed: int) -> dict:
+    """Preemption's cost on whole workloads (WHOLE_WORKLOADS): each workload at each of
+    WHOLE_CONFIGS once per round, the configurations of a round in a random (seeded) order, so
+    that a drift of the machine falls on all of them alike. A round's ratio is a slice's time
+    over the same round's time with asynchronous preemption off; each workload's median ratio
+    comes with its 95% bootstrap interval. Writes OUT/workloads.json and OUT/workloads.md."""
+    exe = build / "experiments" / "nugo-workload"
+    if not exe.exists():
+        raise Failed(f"{exe} not found (cmake --build {build} --target nugo-workload)")
+    size = "small" if quick else "default"
+    rng = random.Random(seed)
+    seconds = {w: {c: [] for c in WHOLE_CONFIGS} for w in WHOLE_WORKLOADS}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
+    base |= {"NUGO_PROCS": str(WHOLE_PROCS), "NUGO_BIND": "pu"}
+    started, total, done = time.monotonic(), rounds * len(WHOLE_WORKLOADS) * len(WHOLE_CONFIGS), 0
+    for r in range(rounds):
+        for w in WHOLE_WORKLOADS:
+            configs = list(WHOLE_CONFIGS)
+            rng.shuffle(configs)
+            for c in configs:
+                line = run([str(exe), w, "--size", size], env=base | WHOLE_CONFIGS[c]).strip().splitlines()[-1]
+                result = json.loads(line)
+                if not result.get("ok"):
+                    raise Failed(f"{w} ({c}) failed its own check: {result.get('result')}")
+                seconds[w][c].append(float(result["seconds"]))
+                done += 1
+            elapsed = time.monotonic() - started
+            print(f"[whole workloads] round {r + 1} of {rounds}, {w}: {done}/{total} runs, about "
+                  f"{explib.clock(elapsed / done * (total - done))} left", file=sys.stderr, flush=True)
+    ratios = {w: {c: [t / off for t, off in zip(seconds[w][c], seconds[w]["off"])] for c in WHOLE_CONFIGS if c != "off"}
+              for w in WHOLE_WORKLOADS}
+    summary = {}
+    for w in WHOLE_WORKLOADS:
+        summary[w] = {}
+        for c, values in ratios[w].items():
+            s = explib.spread(values)
+            summary[w][c] = {"median": s.median, "ci_lo": s.ci_lo, "ci_hi": s.ci_hi, "n": s.n,
+                             "differs": s.n >= 2 and not (s.ci_lo <= 1.0 <= s.ci_hi)}
+    command = (f"NUGO_PROCS={WHOLE_PROCS} NUGO_BIND=pu {exe} WORKLOAD --size {size}, with "
+               + "; ".join(f"{c}: {' '.join(f'{k}={v}' for k, v in e.items())}" for c, e in WHOLE_CONFIGS.items())
+               + f"; {rounds} rounds, configurations in a random order (seed {seed})")
+    slices = [c for c in WHOLE_CONFIGS if c != "off"]
+    lines = ["# Preemption's cost on whole workloads (REAL: this machine)", "",
+             f"`scripts/preempt.py --build-dir {build} --out {out}` ({command}).", "",
+             "Time at each slice over the same round's time with asynchronous preemption off: the median of "
+             f"{rounds} rounds and its 95% bootstrap interval; \"~\" where the interval holds 1 (no difference).", "",
+             "| workload | " + " | ".join(slices) + " | off: median s |", "|---|" + "---|" * (len(slices) + 1)]
+    for w in WHOLE_WORKLOADS:
+        cells = [("" if summary[w][c]["differs"] else "~") + explib.Spread(
+            summary[w][c]["median"], 0, 0, summary[w][c]["n"], summary[w][c]["ci_lo"], summary[w][c]["ci_hi"]).with_ci()
+            for c in slices]
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | {statistics.median(seconds[w]['off']):.4f} |")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "workloads.md").write_text("\n".join(lines) + "\n")
+    data = {"settings": {"rounds": rounds, "size": size, "procs": WHOLE_PROCS, "bind": "pu", "seed": seed,
+                         "configs": WHOLE_CONFIGS, "clock": "real"},
+            "commands": [command], "seconds": seconds, "ratios": ratios, "summary": summary}
+    (out / "workloads.json").write_text(json.dumps(data, indent=1))
+    print("\n".join(lines))
+    return data
+
+
 def main() -> int:
     parser = explib.parser("preempt.py", __doc__)
     parser.add_argument("--repetitions", type=int)
+    parser.add_argument("--workloads-only", action="store_true",
+                        help="run only preemption's cost on whole workloads (OUT/workloads.json)")
+    parser.add_argument("--seed", type=int, default=1, help="the order of the whole-workload runs")
     args = parser.parse_args()
     args.build, args.out = args.build_dir, args.out
     rounds = args.repetitions or (3 if args.quick else 5)
@@ -86,7 +170,12 @@ def main() -> int:
         print(f"preempt.py: {exe} not found (build with NUGO_BUILD_EXPERIMENTS=ON)", file=sys.stderr)
         return 2
     try:
-        return report(args, exe, rounds)
+        if args.workloads_only:
+            whole_workloads(args.build, args.out, rounds, args.quick, args.seed)
+            return 0
+        code = report(args, exe, rounds)
+        whole_workloads(args.build, args.out, rounds, args.quick, args.seed)
+        return code
     except Failed as e:
         print(f"preempt.py: {e}", file=sys.stderr)
         return 1

@@ -25,7 +25,7 @@
 #                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
-# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual}/, DIR/logs/, DIR/figures/,
+# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
 # --procs, --topology, --out, --build-dir or --virtual-build-dir) also publishes its figures and numbers to
@@ -224,11 +224,14 @@ fi
 if [ -n "$vbuild" ]; then
   # VIRTUAL TIME: every row says clock = virtual. Three repetitions by default (about 11
   # minutes on 2 cores); flat and NUMA mode only (Go and the peers cannot run in it).
-  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/sweep.py --topology virtual)"
+  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/sweep.py --topology virtual, virtual.py)"
   vreps=()
   [ "$profile" = default ] && vreps=(--repetitions 3)
   $py scripts/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
     --out "$out/virtual" "${profile_flag[@]}" ${vreps[@]+"${vreps[@]}"} || failed+=(virtual)
+  # Virtual time's validation: agreement with real time at 1 and 2 Ps, fork-join on 1 to 256
+  # virtual CPUs against the work and span laws, and determinism (scripts/virtual.py).
+  $py scripts/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" || failed+=(virtual-validation)
 elif [ -z "$only" ]; then
   echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
   echo "  scripts/test.sh --virtual makes build-virtual/)"
@@ -240,7 +243,7 @@ $py scripts/plot.py "$out" || failed+=(plot)
 begin "the paper (latexmk)"
 rm -rf "$out/paper"
 mkdir -p "$out/paper"
-cp paper/paper.tex "$out/paper/"
+cp paper/paper.tex paper/references.bib paper/constants.tex paper/published.tex "$out/paper/"
 cp -r "$out/figures" "$out/generated" "$out/paper/" 2>/dev/null || true
 if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
   if (cd "$out/paper" && latexmk -pdf -interaction=nonstopmode -halt-on-error paper.tex >latexmk.log 2>&1); then

@@ -51,7 +51,7 @@ case "${1:-}" in
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
     $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
     for f in scalability locality memory-speedup ablation penalty peers-compute peers-memory peers-communication \
-             micro preempt http timeline virtual; do
+             micro preempt http timeline virtual virtual-speedup; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
@@ -92,12 +92,35 @@ PY
       fail "the ablation's captions do not call the modelled speedups a projection"
     grep -q 'hollow markers: more Ps than CPUs' "$work/generated/captions.tex" ||
       fail "the scalability caption does not say how oversubscribed points are marked"
-    # Every macro the paper uses is one plot.py writes.
-    for m in $(grep -o '\\num[A-Za-z]*' "$root/paper/paper.tex" | sort -u); do
-      grep -q "newcommand{\\$m}" "$work/generated/numbers.tex" || fail "paper.tex uses $m, which plot.py does not write"
+    # The paper's rules (scripts/paper_check.py): no typed number, every macro the paper uses one
+    # that plot.py writes (here from the sample) or a checked constant or published number, every
+    # citation in references.bib.
+    $py "$root/scripts/paper_check.py" --numbers "$work/generated/numbers.tex" || fail "paper_check.py failed"
+    grep -q '\\newcommand{\\tableVirtual}' "$work/generated/tables.tex" || fail "tables.tex has no virtual table"
+    grep -q '\\newcommand{\\tablePeers}' "$work/generated/tables.tex" || fail "tables.tex has no peers table"
+    # A run in which no experiment but an empty sweep ran still defines every macro the paper
+    # uses (as n/a), so that the paper builds from any results directory.
+    empty=$work/empty-run
+    rm -rf "$empty" && mkdir -p "$empty" && head -1 "$work/results.csv" > "$empty/results.csv"
+    $py "$root/scripts/plot.py" "$empty" >/dev/null || fail "plot.py failed on a results directory without runs"
+    $py "$root/scripts/paper_check.py" --numbers "$empty/generated/numbers.tex" >/dev/null ||
+      fail "the paper uses a macro that plot.py leaves undefined when its experiment did not run"
+    # ... and it catches what it is for: a typed number, an unknown key, a constant the source
+    # does not hold, a published number without a source.
+    bad=$work/bad-paper
+    rm -rf "$bad" && mkdir -p "$bad/generated" && cp "$root"/paper/{paper,constants,published}.tex "$root/paper/references.bib" "$bad/"
+    cp "$work/generated/"*.tex "$bad/generated/"
+    sed -i 's/^\\section{Introduction}/\\section{Introduction} It is 42 percent faster~\\cite{no-such-key}./' "$bad/paper.tex"
+    sed -i 's/^\\newcommand{\\constRunqSize}{256}/\\newcommand{\\constRunqSize}{512}/' "$bad/constants.tex"
+    echo '\newcommand{\pubNowhere}{7}  % nothing' >> "$bad/published.tex"
+    out=$($py "$root/scripts/paper_check.py" "$bad" 2>&1); rc=$?
+    [ $rc -eq 1 ] || fail "paper_check.py passed a broken paper (exit $rc)"
+    for what in "the number '42' is typed" "cite key no-such-key is not in references.bib" \
+                "constRunqSize = 512, but core/src/sched/p.hpp" "pubNowhere names no BibTeX key"; do
+      echo "$out" | grep -q "$what" || fail "paper_check.py did not say: $what"
     done
     $py "$root/scripts/plot.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "plot.py without results.csv did not exit 2"
-    echo "plot.py: every figure, every macro the paper uses"
+    echo "plot.py: every figure, every macro the paper uses; paper_check.py holds and catches what it is for"
     ;;
   reproduce)
     build=$2 work=$3/reproduce-quick
