@@ -189,6 +189,18 @@ class Plotter:
         kind = self.machine.get("machine_kind")
         return "REAL: timed on this machine" + (f", {tex(kind)}" if kind else "") + ", not emulated"
 
+    def topology_source(self, topologies, machine: dict | None = None) -> str:
+        """What the emulated or virtual topologies of this run were, from machine.json's specs: the
+        hwloc XML files of real machines (a checkout with ../shared/topologies), or hwloc synthetic
+        machines of their shapes, whose remote distances are all one value."""
+        topo = (machine or self.machine).get("topologies", {})
+        specs = [str(topo.get(t, {}).get("spec", "")) for t in topologies]
+        if specs and all(sp.startswith("synthetic:") for sp in specs):
+            return "hwloc synthetic machines of those shapes, every remote distance the same"
+        if specs and all(sp.startswith("xml:") for sp in specs):
+            return "hwloc XML files of real machines"
+        return "hwloc descriptions (XML files of real machines or synthetic ones of their shapes; machine.json says which)"
+
     def is_emulated(self, t: str) -> bool:
         return any(r["emulated"] for r in self.rows if r["topology"] == t)
 
@@ -201,7 +213,7 @@ class Plotter:
             parts.append(f"real topology: {tex(', '.join(real))} ({tex(self.machine.get('cpu_model', 'this machine'))}"
                          + (f", {tex(kind)}" if kind else "") + ")")
         if emulated:
-            parts.append(f"EMULATED topologies: {tex(', '.join(emulated))} (hwloc XML folded onto this machine's "
+            parts.append(f"EMULATED topologies: {tex(', '.join(emulated))} ({self.topology_source(emulated)}, folded onto this machine's "
                          f"{self.machine.get('cpus_online', '?')} CPUs: scheduler decisions, not hardware timings)")
         if memory and emulated:
             on = any(r["latency_model"] for r in self.rows if r["workload"] in MEMORY and r["topology"] in emulated)
@@ -423,14 +435,15 @@ class Plotter:
                             self.where("results.csv"), percent=True)
 
     def memory_speedup(self) -> None:
-        self.na("ComputeFlatOverNuma", "MemorySpeedupTwo", "MemorySpeedupMaxTwo", "MemorySpeedupFour",
-                "MemorySpeedupMaxFour", "MemorySpeedupBasisTwo", "MemorySpeedupBasisFour")
+        self.na("MemorySpeedupTwo", "MemorySpeedupMaxTwo", "MemorySpeedupFour", "MemorySpeedupDifferTwo",
+                "MemorySpeedupMaxFour", "MemorySpeedupBasisTwo", "MemorySpeedupBasisFour", "MemorySpeedupRowsTwo")
         multi = lambda r: self.nodes(r["topology"]) > 1  # noqa: E731
         fits = lambda r: not self.oversubscribed(r["procs"])  # noqa: E731
-        compute = self.medians(lambda r: r["kind"] == "compute" and multi(r) and fits(r))
-        ratios = [compute[(t, w, n, "flat")] / compute[(t, w, n, "numa")] for (t, w, n, m) in compute
-                  if m == "flat" and (t, w, n, "numa") in compute]
-        self.number("ComputeFlatOverNuma", statistics.geometric_mean(ratios) if ratios else None, self.where("results.csv"))
+        for kind, macro in (("compute", "ComputeFlatOverNuma"), ("communication", "CommunicationFlatOverNuma")):
+            spr = self.spreads(lambda r: r["kind"] == kind and multi(r) and fits(r))
+            self.geomean_interval(macro, [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
+                                          for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
+                                  self.where("results.csv"))
         spr = self.spreads(lambda r: r["workload"] in MEMORY and multi(r))
         med = {k: v.median for k, v in spr.items()}
         keys = sorted({(k[0], k[1], k[2]) for k in med if (k[0], k[1], k[2], "flat") in med and (k[0], k[1], k[2], "numa") in med})
@@ -479,6 +492,11 @@ class Plotter:
             s = [med[(t, w, n, "flat")] / med[(t, w, n, "numa")] for w, n in fitting]
             self.number(f"MemorySpeedup{name}", statistics.median(s) if s else None, self.where("results.csv"))
             self.number(f"MemorySpeedupMax{name}", max(s) if s else None, self.where("results.csv"))
+            if name == "Two":
+                self.number("MemorySpeedupRowsTwo", len(fitting), self.where("results.csv"))
+                self.number("MemorySpeedupDifferTwo", sum(1 for w, n in fitting
+                                                          if spr[(t, w, n, "flat")].differs(spr[(t, w, n, "numa")])),
+                            self.where("results.csv"))
             self.number(f"MemorySpeedupBasis{name}",
                         "over the runs with no more Ps than CPUs" if fitting else
                         "every run had more Ps than this machine has CPUs, so none is quoted: "
@@ -490,7 +508,9 @@ class Plotter:
         self.na("VirtualSpeedupMemory", "VirtualSpeedupMemoryMax", "VirtualSpeedupOther", "VirtualTargetsMet",
                 "VirtualTargetsRows", "VirtualRuns", "VirtualRowsMemory", "VirtualRowsMemoryFaster",
                 "VirtualRowsOther", "VirtualRowsOtherDiffer", "VirtualRepetitions", "VirtualMaxCpus",
-                "VirtualTargetsMetMemory", "VirtualTargetsRowsMemory", "VirtualTargetsMetOther", "VirtualTargetsRowsOther",
+                "VirtualRowsOtherFaster", "VirtualRowsMemorySlower", "VirtualSpeedupMemoryFasterMin",
+                "VirtualSpeedupMemoryFasterMax",
+                "VirtualTargetsMetMemory", "VirtualTargetsRowsMemory", "VirtualTopologySource", "VirtualTargetsMetOther", "VirtualTargetsRowsOther",
                 *(f"Virtual{what}{m}{n}" for what in ("StealsRemote", "RunsHome", "RemoteBlocks") for m in ("Flat", "Numa")
                   for n in ("Two", "Four", "TwentyFour")))
         self.tables["Virtual"] = "\\emph{The virtual set did not run.}"
@@ -528,10 +548,14 @@ class Plotter:
         ax.set_title("VIRTUAL TIME: NUMA mode over flat mode on virtual machines of "
                      + ", ".join(f"{t} ({n} CPUs)" for n, t in sorted({(n, t) for t, _, n in keys})), fontsize=8)
         reps = max(len(v) for v in groups.values())
+        vmachine = json.loads((self.dir / "virtual" / "machine.json").read_text()) \
+            if (self.dir / "virtual" / "machine.json").exists() else {}
+        vsource = self.topology_source(sorted({t for t, _, _ in keys}), vmachine)
+        self.number("VirtualTopologySource", vsource, src)
         self.save(fig, "virtual",
                   "VIRTUAL TIME, not hardware: NUMA mode over flat mode (median flat time over median NUMA time, "
                   f"up to {reps} runs each) on virtual machines of the shapes of real ones (v2x16: the 2-socket Xeon, "
-                  "32 CPUs; v4x24: the 4-socket Xeon, 96; v24x16: the 24-node em64t, 384), one P per CPU. The runtime's "
+                  f"32 CPUs; v4x24: the 4-socket Xeon, 96; v24x16: the 24-node em64t, 384; in this run {vsource}), one P per CPU. The runtime's "
                   "unchanged scheduler ran one thread at a time in the order of virtual clocks; each clock is the CPU "
                   "time its thread used plus the cost model's charges: a cache line by node distance (48 ns in a node, "
                   "122 ns at the nearest remote distance) for steals, queue takes, wake-ups and goroutines changing P, "
@@ -547,6 +571,11 @@ class Plotter:
                                                    and ratio[k][0] > 1), src)
         self.number("VirtualRowsOther", sum(1 for k in keys if k[1] not in MEMORY), src)
         self.number("VirtualRowsOtherDiffer", sum(1 for k in keys if k[1] not in MEMORY and differs[k]), src)
+        self.number("VirtualRowsOtherFaster", sum(1 for k in keys if k[1] not in MEMORY and differs[k] and ratio[k][0] > 1), src)
+        self.number("VirtualRowsMemorySlower", sum(1 for k in keys if k[1] in MEMORY and differs[k] and ratio[k][0] < 1), src)
+        faster = [ratio[k][0] for k in keys if k[1] in MEMORY and differs[k] and ratio[k][0] > 1]
+        self.number("VirtualSpeedupMemoryFasterMin", min(faster) if faster else None, src)
+        self.number("VirtualSpeedupMemoryFasterMax", max(faster) if faster else None, src)
         self.number("VirtualRepetitions", reps, src)
         self.number("VirtualMaxCpus", max(k[2] for k in keys), src)
         machines = sorted({(n, t) for t, _, n in keys})
@@ -635,7 +664,7 @@ class Plotter:
 
     def micro(self) -> None:
         self.na("MicroCreateVsGo", "MicroChanSyncVsGo", "MicroYieldVsFiber", "MicroYieldVsRawSwitch",
-                "MicroSkynetVsGo", "MicroFanoutVsGo", "MicroFanoutRssVsGo", "MicroSkynetRssVsGo",
+                "MicroSkynetVsGo", "MicroFanoutVsGo", "MicroFanoutRssVsGo", "MicroSkynetRssVsGo", "MicroYieldVsRawSwitchNugo",
                 "MicroRepetitions")
         path = self.dir / "micro" / "micro.json"
         if not path.exists():
@@ -673,6 +702,9 @@ class Plotter:
         self.number("MicroSkynetVsGo", ratio("skynet/procs:2", "go"), self.where("micro/micro.json"))
         self.number("MicroFanoutVsGo", ratio("fanout_100k/procs:2", "go"), self.where("micro/micro.json"))
         raw, ping = every.get("raw_switch"), every.get("yield_ping/procs:1")
+        own = every.get("raw_switch_nugo")
+        self.number("MicroYieldVsRawSwitchNugo", ping["nugo"] / own["nugo"] if own and ping and own["nugo"] else None,
+                    self.where("micro/micro.json"))
         self.number("MicroYieldVsRawSwitch", ping["nugo"] / raw["nugo"] if raw and ping and raw["nugo"] else None,
                     self.where("micro/micro.json"))
         for name, macro in (("fanout_100k/procs:2 peak RSS", "MicroFanoutRssVsGo"),
@@ -684,7 +716,7 @@ class Plotter:
 
     def preempt(self) -> None:
         self.na("PreemptNugoPNinetyNine", "PreemptGoPNinetyNine", "PreemptNugoSlices", "PreemptGoSlices", "PreemptLossTenMs", "PreemptLossOneMs",
-                "PreemptLossTwoHundredUs", "PreemptGoLoss", "SysmonCoresTenMs", "SysmonCoresOneMs", "PreemptRounds")
+                "PreemptLossTwoHundredUs", "PreemptGoLoss", "SysmonCoresTenMs", "SysmonCoresOneMs", "SysmonCoresOff", "PreemptRounds")
         for c in ("TenMs", "OneMs", "TwoHundredUs"):
             self.interval(f"PreemptLoss{c}", None, None, "")
         self.preempt_whole()
@@ -729,7 +761,7 @@ class Plotter:
                               src, percent=True)
         if over.get("go_loss"):
             self.number("PreemptGoLoss", 100 * statistics.median(over["go_loss"]), src, percent=True)
-        for config, macro in (("slice:10ms", "TenMs"), ("slice:1ms", "OneMs")):
+        for config, macro in (("slice:10ms", "TenMs"), ("slice:1ms", "OneMs"), ("async:off", "Off")):
             cores = over.get("nugo_other_cores", {}).get(config)
             self.number(f"SysmonCores{macro}", 100 * statistics.median(cores) if cores else None, src, percent=True)
         self.number("PreemptRounds", d.get("settings", {}).get("rounds"), src)
@@ -738,7 +770,8 @@ class Plotter:
         """Preemption's cost on whole workloads (preempt/workloads.json, scripts/preempt.py)."""
         self.na("PreemptWholeWorkloads", "PreemptWholeRounds")
         for c in ("TenMs", "OneMs", "TwoHundredUs"):
-            self.na(f"PreemptWhole{c}", f"PreemptWhole{c}Differ", f"PreemptWhole{c}Verdict")
+            self.na(f"PreemptWhole{c}", f"PreemptWhole{c}Differ", f"PreemptWhole{c}Verdict", f"PreemptWhole{c}Faster",
+                    f"PreemptWhole{c}Slower")
             self.interval(f"PreemptWhole{c}", None, None, "")
         path = self.dir / "preempt" / "workloads.json"
         if not path.exists():
@@ -754,6 +787,8 @@ class Plotter:
                                   f"{src}: geometric mean over the workloads of time at {config} / time with "
                                   "asynchronous preemption off")
             self.number(f"PreemptWhole{macro}Differ", sum(1 for v in summary.values() if v[config]["differs"]), src)
+            self.number(f"PreemptWhole{macro}Faster", sum(1 for v in summary.values() if v[config]["ci_hi"] < 1), src)
+            self.number(f"PreemptWhole{macro}Slower", sum(1 for v in summary.values() if v[config]["ci_lo"] > 1), src)
 
     def http(self) -> None:
         self.na("HttpVsGoRaw", "HttpVsNetHttp")
@@ -829,7 +864,7 @@ class Plotter:
 
     def ablation(self) -> None:
         self.na("AblationTopology", "AblationProcs", "AblationRepetitions", "AblationRuns", "AblationPenaltyMin",
-                "AblationPenaltyMax", "AblationPenaltyShown",
+                "AblationPenaltyMax", "AblationPenaltyShown", "AblationDifferShown", "AblationPairsShown",
                 *[f"AblationRemote{a.title()}" for a in ARM_STYLE],
                 *[f"AblationSpeedup{a.title()}" for a in ARM_STYLE if a != "flat"],
                 *[f"AblationUniform{a.title()}" for a in ARM_STYLE if a != "flat"],
@@ -858,6 +893,7 @@ class Plotter:
         self.number("AblationPenaltyMin", penalties[0], src)
         self.number("AblationPenaltyMax", penalties[-1], src)
         self.number("AblationPenaltyShown", shown, src)
+        differ_pairs = [0, 0]  # kernel-arm ratios at the shown penalty whose band excludes one, of all
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
         width = 0.8 / len(arms)
@@ -881,10 +917,16 @@ class Plotter:
             # the kernels (pooling the blocks would let the kernel with the most blocks decide).
             self.number(f"AblationRemote{a.title()}", statistics.mean(remote) if remote else None, src, percent=True)
             if a != "flat":
+                pairs = [(spr[(t, n, w, "flat", shown)], spr[(t, n, w, a, shown)]) for w in workloads
+                         if (t, n, w, "flat", shown) in spr and (t, n, w, a, shown) in spr]
+                differ_pairs[0] += sum(1 for f, x in pairs if f.differs(x))
+                differ_pairs[1] += len(pairs)
                 for macro, penalty in ((f"AblationSpeedup{a.title()}", shown), (f"AblationUniform{a.title()}", base)):
                     ratios = [spr[(t, n, w, "flat", penalty)].median / spr[(t, n, w, a, penalty)].median for w in workloads
                               if (t, n, w, "flat", penalty) in spr and (t, n, w, a, penalty) in spr]
                     self.number(macro, statistics.geometric_mean(ratios) if ratios and not over else None, src)
+        self.number("AblationDifferShown", differ_pairs[0], src)
+        self.number("AblationPairsShown", differ_pairs[1], src)
         for ax in (left, right):
             ax.set_xticks(range(len(workloads)), workloads, fontsize=7)
         left.set_ylabel("blocks worked away from home (%)")
@@ -978,6 +1020,8 @@ class Plotter:
         self.number("GitRevision", tex(revision[:12] + ("-dirty" if revision.endswith("-dirty") else "")), "machine.json")
         self.number("MachineNodes", self.nodes("machine") if "machine" in self.topologies else None, "machine.json")
         self.number("ResultsDir", self.where("."), "")
+        emulated = sorted(t for t, v in self.topologies.items() if v.get("emulated"))
+        self.number("TopologySource", self.topology_source(emulated) if emulated else None, "machine.json")
         self.number("LatencyRemoteFactorTwoNode", self.distance_factor("2node"), "machine.json")
         self.number("PublishedRemoteLatencyLow", PUBLISHED_REMOTE_LATENCY[0], "shared/reference/numa-and-peers.md")
         self.number("PublishedRemoteLatencyHigh", PUBLISHED_REMOTE_LATENCY[1], "shared/reference/numa-and-peers.md")
