@@ -30,8 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MACRO = re.compile(r"\\(num|const|pub|table|caption|has)[A-Za-z]+")
 # Commands whose braced argument is a name, not text: its digits are not numbers.
 NAME_ARGS = ("texttt", "label", "ref", "eqref", "cite", "citet", "citep", "citeauthor", "citeyear", "bibliography",
-             "bibliographystyle", "input", "url", "includegraphics", "begin", "end", "usepackage",
-             "documentclass", "captionsetup", "newcommand", "renewcommand", "hypersetup")
+             "bibliographystyle", "input", "url", "includegraphics", "begin", "end")
 # Names of things that contain digits and are not numbers.
 NAMES = ("x86-64", "x87", "em64t", "p99", "p50", "Debian~12")
 

@@ -121,28 +121,25 @@ def whole_workloads(build: Path, out: Path, rounds: int, quick: bool, seed: int)
             elapsed = time.monotonic() - started
             print(f"[whole workloads] round {r + 1} of {rounds}, {w}: {done}/{total} runs, about "
                   f"{explib.clock(elapsed / done * (total - done))} left", file=sys.stderr, flush=True)
-    ratios = {w: {c: [t / off for t, off in zip(seconds[w][c], seconds[w]["off"])] for c in WHOLE_CONFIGS if c != "off"}
+    slices = [c for c in WHOLE_CONFIGS if c != "off"]
+    ratios = {w: {c: [t / off for t, off in zip(seconds[w][c], seconds[w]["off"])] for c in slices}
               for w in WHOLE_WORKLOADS}
-    summary = {}
-    for w in WHOLE_WORKLOADS:
-        summary[w] = {}
-        for c, values in ratios[w].items():
-            s = explib.spread(values)
-            summary[w][c] = {"median": s.median, "ci_lo": s.ci_lo, "ci_hi": s.ci_hi, "n": s.n,
-                             "differs": s.n >= 2 and not (s.ci_lo <= 1.0 <= s.ci_hi)}
+    spreads = {w: {c: explib.spread(ratios[w][c]) for c in slices} for w in WHOLE_WORKLOADS}
+
+    def differs(s: explib.Spread) -> bool:  # the interval excludes 1
+        return s.n >= 2 and not (s.ci_lo <= 1.0 <= s.ci_hi)
+    summary = {w: {c: {"median": s.median, "ci_lo": s.ci_lo, "ci_hi": s.ci_hi, "n": s.n, "differs": differs(s)}
+                   for c, s in spreads[w].items()} for w in WHOLE_WORKLOADS}
     command = (f"NUGO_PROCS={WHOLE_PROCS} NUGO_BIND=pu {exe} WORKLOAD --size {size}, with "
                + "; ".join(f"{c}: {' '.join(f'{k}={v}' for k, v in e.items())}" for c, e in WHOLE_CONFIGS.items())
                + f"; {rounds} rounds, configurations in a random order (seed {seed})")
-    slices = [c for c in WHOLE_CONFIGS if c != "off"]
     lines = ["# Preemption's cost on whole workloads (REAL: this machine)", "",
              f"`scripts/preempt.py --build-dir {build} --out {out}` ({command}).", "",
              "Time at each slice over the same round's time with asynchronous preemption off: the median of "
              f"{rounds} rounds and its 95% bootstrap interval; \"~\" where the interval holds 1 (no difference).", "",
              "| workload | " + " | ".join(slices) + " | off: median s |", "|---|" + "---|" * (len(slices) + 1)]
     for w in WHOLE_WORKLOADS:
-        cells = [("" if summary[w][c]["differs"] else "~") + explib.Spread(
-            summary[w][c]["median"], 0, 0, summary[w][c]["n"], summary[w][c]["ci_lo"], summary[w][c]["ci_hi"]).with_ci()
-            for c in slices]
+        cells = [("" if differs(s) else "~") + s.with_ci() for s in spreads[w].values()]
         lines.append(f"| {w} | " + " | ".join(cells) + f" | {statistics.median(seconds[w]['off']):.4f} |")
     out.mkdir(parents=True, exist_ok=True)
     (out / "workloads.md").write_text("\n".join(lines) + "\n")
