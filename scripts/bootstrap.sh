@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nugo's build needs, only those missing. Idempotent.
-#   scripts/bootstrap.sh              the build and the tests
+#   scripts/bootstrap.sh              the build and the tests (the real-library tests' SQLite,
+#                                     zstd, OpenSSL, LevelDB, jemalloc, tcmalloc, mimalloc too)
 #   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber, oneTBB (with libtbbbind, for its
 #                                     NUMA arenas) and wrk, for the baseline twins (GCC's
 #                                     OpenMP comes with g++)
@@ -17,7 +18,10 @@ set -euo pipefail
 usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm] [--checks] [--paper]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
-          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-tabulate)
+          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-tabulate
+          # the real-library tests (tests/libraries.cpp): libraries and allocators people link
+          libsqlite3-dev libzstd-dev libssl-dev libleveldb-dev libjemalloc-dev
+          libgoogle-perftools-dev libmimalloc-dev)
 for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev libtbb-dev libtbbbind-2-5 wrk) ;;

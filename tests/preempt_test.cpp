@@ -12,6 +12,8 @@
 #include <cfenv>
 #include <exception>
 #include <catch2/catch.hpp>
+#include <cxxabi.h>
+#include <hwloc.h>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "sched.hpp"
+#include "threadlocks.hpp"
 
 using namespace std::chrono_literals;
 
@@ -865,4 +868,70 @@ TEST_CASE("a user's handler for the preemption signal is still called", "[asyncp
       cfg);
   CHECK(user_handler_calls.load() > 0);
   sigaction(SIGUSR2, &old, nullptr);
+}
+
+// ---- What is preemptible (core/README.md): the program's own code, nothing else.
+
+extern "C" __attribute__((noinline)) int nugo_test_marked_function(int x) {
+  __asm__ volatile("" : "+r"(x));
+  return x + 1;
+}
+__attribute__((noinline)) int program_function(int x) {
+  __asm__ volatile("" : "+r"(x));
+  return x * 3;
+}
+
+namespace {
+const void* code(auto* f) { return reinterpret_cast<const void*>(f); }
+}  // namespace
+
+TEST_CASE("only the program's own code is preemptible: libc, libstdc++, hwloc and other shared objects are not",
+          "[asyncpreempt]") {
+  CHECK_FALSE(nugo::preemptible_code(code(&program_function)));  // no run()
+  bool program = false, libc = true, cxx = true, hwloc = true, section = true;
+  nugo::run(
+      [&] {
+        program = nugo::preemptible_code(code(&program_function));
+        libc = nugo::preemptible_code(code(&memcpy)) || nugo::preemptible_code(code(&malloc));
+        cxx = nugo::preemptible_code(code(&abi::__cxa_demangle));
+        hwloc = nugo::preemptible_code(code(&hwloc_get_api_version));
+        section = nugo::preemptible_code(code(&nugo::detail::current_thread_locks));
+      },
+      procs(2));
+  CHECK(program);
+  CHECK_FALSE(libc);
+  CHECK_FALSE(cxx);
+  CHECK_FALSE(hwloc);
+  CHECK_FALSE(section);
+}
+
+TEST_CASE("a named shared object becomes preemptible, and functions named by prefix stop being so",
+          "[asyncpreempt]") {
+  nugo::Config cfg = procs(2);
+  cfg.preemptible_libraries = {"libhwloc"};
+  cfg.nopreempt_symbols = {"nugo_test_marked_"};
+  bool program = false, marked = true, hwloc = false;
+  nugo::run(
+      [&] {
+        program = nugo::preemptible_code(code(&program_function));
+        marked = nugo::preemptible_code(code(&nugo_test_marked_function));
+        hwloc = nugo::preemptible_code(code(&hwloc_get_api_version));
+      },
+      cfg);
+  CHECK(program);
+  CHECK_FALSE(marked);
+  CHECK(hwloc);
+  CHECK(nugo_test_marked_function(1) == 2);
+}
+
+TEST_CASE("the C and C++ runtimes and nugo cannot be named preemptible", "[config]") {
+  for (const char* name : {"libc", "libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6", "libstdc++", "libgcc_s",
+                           "ld-linux-x86-64.so.2", "libnugo", "linux-vdso.so.1"}) {
+    nugo::Config cfg;
+    cfg.preemptible_libraries = {name};
+    CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
+  }
+  nugo::Config ok;
+  ok.preemptible_libraries = {"libcrypto", "libmimalloc", "libm2"};  // not libc or libm
+  CHECK_NOTHROW(ok.validate());
 }

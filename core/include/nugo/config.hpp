@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace nugo {
 
@@ -125,6 +126,27 @@ struct Config {
   // run() is still called for every delivery. Env: NUGO_PREEMPT_SIGNAL ("SIGURG", "URG",
   // "SIGUSR2", a number); SIGSEGV, SIGBUS, SIGKILL, SIGSTOP and the like are refused.
   int preempt_signal = SIGURG;
+  // Which code the signal may stop a goroutine in (core/README.md, "What is preemptible"). Go
+  // preempts only code its compiler prepared; nugo preempts only the program's own code: the
+  // main executable's text (less, in an executable linked with -static-libstdc++, the C++
+  // runtime inside it, found by name in its symbol table) and the shared objects named here.
+  // Every other shared object (libc, libstdc++, allocators such as jemalloc, SQLite, OpenSSL)
+  // is never preempted: a goroutine in it runs on until it is back in the program's code.
+  // Env: NUGO_PREEMPTIBLE, comma-separated object names: "libfoo" names libfoo.so.1 and
+  // libfoo-2.3.so; a name with a '/' is a whole path. The C library, the C++ runtime, the
+  // loader and nugo itself are refused: they keep per-thread state.
+  std::vector<std::string> preemptible_libraries;
+  // Functions of the main executable the signal must not stop either: those whose symbol
+  // names begin with one of these prefixes (a library linked in statically, "sqlite3" or
+  // "ZSTD_"). Needs the executable's symbol table (not stripped). Env: NUGO_NOPREEMPT_SYMBOLS,
+  // comma-separated prefixes.
+  std::vector<std::string> nopreempt_symbols;
+  // Where the runtime cannot tell the C library's or the C++ runtime's code from the program's
+  // (a fully static executable; -static-libstdc++ without a symbol table), it refuses
+  // asynchronous preemption at start and says so on stderr. This preempts there all the same:
+  // the program vouches that nothing it links keeps per-thread state across a preemption.
+  // Env: NUGO_DEBUG=asyncpreemptforce=1.
+  bool async_preempt_force = false;
 
   // NUMA mode's policies. Env: NUGO_NUMA (see NumaPolicy).
   NumaPolicy numa;
@@ -182,8 +204,8 @@ struct Config {
   VirtualTime virtual_time;
 
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
-  // NUGO_PREEMPT_SIGNAL, NUGO_NUMA, NUGO_VIRTUAL, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
-  // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
+  // NUGO_PREEMPT_SIGNAL, NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS, NUGO_NUMA, NUGO_VIRTUAL, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
+  // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, asyncpreemptforce=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();
   // As from_env, but a malformed variable is printed on stderr ("nugo: NUGO_PROCS=...") and

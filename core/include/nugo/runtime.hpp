@@ -201,6 +201,13 @@ void yield();
 // "Asynchronous preemption"). Outside goroutines it does nothing.
 void preempt_point();
 
+// Whether the preemption signal may stop a goroutine at this code address in the running
+// run(): in the program's own code (core/README.md, "What is preemptible"), by this run's
+// Config::preemptible_libraries and nopreempt_symbols, and outside the runtime's
+// no-preemption section. For checking a setting: nugo::preemptible_code(&some_function).
+// False outside run(), and whenever the run does not preempt by signal.
+bool preemptible_code(const void* pc);
+
 // Go's runtime.LockOSThread / UnlockOSThread: wires the calling goroutine to its current OS
 // thread. Until as many unlock calls as lock calls, the goroutine runs only on this thread
 // and the thread runs nothing else; when the goroutine blocks, the thread hands its P to

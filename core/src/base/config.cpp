@@ -66,7 +66,7 @@ constexpr std::string_view kKnownVariables[] = {
     "NUGO_PROCS",  "NUGO_STACK",    "NUGO_TOPOLOGY",       "NUGO_MODE",
     "NUGO_BIND",   "NUGO_TIMESLICE", "NUGO_PREEMPT_SIGNAL", "NUGO_NUMA",
     "NUGO_STATS",  "NUGO_TRACE",    "NUGO_TRACE_MAX",      "NUGO_DEBUG",
-    "NUGO_VIRTUAL", "NUGO_REQUIRE_VM"};
+    "NUGO_VIRTUAL", "NUGO_REQUIRE_VM", "NUGO_PREEMPTIBLE", "NUGO_NOPREEMPT_SYMBOLS"};
 
 // Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -132,6 +132,8 @@ void parse_debug(const char* v, Config& cfg) {
       cfg.detect_deadlock = value == "1";
     else if (key == "asyncpreemptoff" && flag)
       cfg.async_preempt = value == "0";
+    else if (key == "asyncpreemptforce" && flag)
+      cfg.async_preempt_force = value == "1";
     else if (key == "numa" && flag)
       cfg.debug_numa = value == "1";
     else if (key == "scheddetail" && flag)
@@ -142,12 +144,30 @@ void parse_debug(const char* v, Config& cfg) {
       cfg.schedtrace = std::chrono::milliseconds(std::stol(value));
     else
       bad("NUGO_DEBUG", v,
-          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1, numa=0|1, "
+          "unknown setting '" + item + "' (known: deadlock=0|1, asyncpreemptoff=0|1, "
+          "asyncpreemptforce=0|1, numa=0|1, "
           "schedtrace=MS (0 to 3600000), scheddetail=0|1)");
   });
 }
 
 bool parse_duration(const char* v, std::chrono::nanoseconds* out);
+
+// A comma-separated list of names (NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS): no empty item,
+// no space.
+std::vector<std::string> parse_names(const char* var, const char* v) {
+  std::vector<std::string> names;
+  std::string text(v);
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty() || item.find_first_of(" \t") != std::string::npos)
+      bad(var, v, "expected comma-separated names without spaces or empty items");
+    names.push_back(item);
+  }
+  return names;
+}
 
 // NUGO_NUMA: the settings of NumaPolicy.
 void parse_numa(const char* v, Config& cfg) {
@@ -318,6 +338,10 @@ Config Config::from_env() {
       bad("NUGO_PREEMPT_SIGNAL", v, std::string("expected ") + kSignalChoices);
     cfg.preempt_signal = sig;
   }
+  if (const char* v = std::getenv("NUGO_PREEMPTIBLE"))
+    cfg.preemptible_libraries = parse_names("NUGO_PREEMPTIBLE", v);
+  if (const char* v = std::getenv("NUGO_NOPREEMPT_SYMBOLS"))
+    cfg.nopreempt_symbols = parse_names("NUGO_NOPREEMPT_SYMBOLS", v);
   if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
   if (const char* v = std::getenv("NUGO_NUMA")) parse_numa(v, cfg);
   if (const char* v = std::getenv("NUGO_VIRTUAL")) parse_virtual(v, cfg);
@@ -339,7 +363,32 @@ Config Config::from_env() {
   return cfg;
 }
 
+// A shared object that keeps per-thread state the runtime relies on, which no setting makes
+// preemptible (preempt.cpp finds the same names when it looks for the loaded objects).
+static bool runtime_library_name(std::string_view base) {
+  static constexpr std::string_view kRuntime[] = {
+      "libc", "libstdc++", "libgcc_s", "libm", "ld-linux", "ld64", "libpthread", "libdl",
+      "librt", "libnugo", "linux-vdso", "linux-gate", "libasan", "libubsan", "liblsan", "libtsan"};
+  for (std::string_view r : kRuntime)
+    if (base.substr(0, r.size()) == r &&
+        (base.size() == r.size() || base[r.size()] == '.' || base[r.size()] == '-'))
+      return true;
+  return false;
+}
+
 void Config::validate() const {
+  for (const std::string& name : preemptible_libraries) {
+    std::string_view base(name);
+    if (std::size_t slash = base.rfind('/'); slash != std::string_view::npos) base.remove_prefix(slash + 1);
+    if (name.empty())
+      throw ConfigError("Config::preemptible_libraries: an empty name");
+    if (runtime_library_name(base))
+      throw ConfigError("Config::preemptible_libraries: '" + name +
+                        "' is part of the C or C++ runtime or of nugo, which keep per-thread "
+                        "state and are never preemptible (NUGO_PREEMPTIBLE)");
+  }
+  for (const std::string& prefix : nopreempt_symbols)
+    if (prefix.empty()) throw ConfigError("Config::nopreempt_symbols: an empty prefix");
   if (procs < 0 || procs > kMaxProcs)
     throw ConfigError("Config::procs=" + std::to_string(procs) + ": expected 0 (one per PU) to " +
                       std::to_string(kMaxProcs));

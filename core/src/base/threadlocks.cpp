@@ -16,12 +16,16 @@
 #include "threadlocks.hpp"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -52,7 +56,7 @@ namespace {
 template <class Fn>
 class Next {
  public:
-  explicit constexpr Next(const char* name) : name_(name) {}
+  explicit constexpr Next(const char* name, Fn* fallback = nullptr) : name_(name), fallback_(fallback) {}
   Fn* get() {
     Fn* f = fn_.load(std::memory_order_acquire);
     return f ? f : resolve();
@@ -61,6 +65,7 @@ class Next {
  private:
   Fn* resolve() {
     auto* f = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
+    if (!f) f = fallback_;
     if (!f) {
       static const char kMsg[] = "fatal error: nugo: cannot find the next definition of ";
       (void)!write(2, kMsg, sizeof kMsg - 1);
@@ -72,8 +77,49 @@ class Next {
     return f;
   }
   const char* name_;
+  Fn* fallback_;
   std::atomic<Fn*> fn_{nullptr};
 };
+
+// The C++ ABI's static-initializer guards, for an executable that carries the C++ runtime
+// (-static-libstdc++): ours are then the only definitions in the process (the archive's are not
+// linked), so there is no next one, and these are used instead. The Itanium ABI fixes only
+// the first byte (non-zero once initialized, read by the compiled fast path with acquire
+// semantics); the word after it is ours: 0 free, 1 an initializer runs, 2 and others wait.
+namespace guard {
+
+// In the no-preemption section, with GCC's atomic built-ins (never out-of-line functions,
+// even at -O0): a goroutine stopped between taking the guard and counting it as held would
+// leave the guard's other waiters on its thread asleep for good.
+NUGO_NOPREEMPT int acquire(std::int64_t* g) {
+  auto* done = reinterpret_cast<std::uint8_t*>(g);
+  auto* state = reinterpret_cast<std::uint32_t*>(g) + 1;
+  for (;;) {
+    if (__atomic_load_n(done, __ATOMIC_ACQUIRE)) return 0;
+    std::uint32_t s = 0;
+    if (__atomic_compare_exchange_n(state, &s, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      if (!__atomic_load_n(done, __ATOMIC_ACQUIRE)) return 1;  // the caller initializes it
+      if (__atomic_exchange_n(state, 0, __ATOMIC_RELEASE) == 2)
+        syscall(SYS_futex, state, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+      return 0;
+    }
+    if (s == 1 &&
+        !__atomic_compare_exchange_n(state, &s, 2, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+        s == 0)
+      continue;
+    syscall(SYS_futex, state, FUTEX_WAIT_PRIVATE, 2, nullptr, nullptr, 0);
+  }
+}
+NUGO_NOPREEMPT void end(std::int64_t* g, bool initialized) {
+  auto* state = reinterpret_cast<std::uint32_t*>(g) + 1;
+  if (initialized) __atomic_store_n(reinterpret_cast<std::uint8_t*>(g), 1, __ATOMIC_RELEASE);
+  if (__atomic_exchange_n(state, 0, __ATOMIC_RELEASE) == 2)
+    syscall(SYS_futex, state, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+NUGO_NOPREEMPT void release(std::int64_t* g) { end(g, true); }
+NUGO_NOPREEMPT void abort(std::int64_t* g) { end(g, false); }
+
+}  // namespace guard
 
 Next<int(pthread_mutex_t*)> next_mutex_lock("pthread_mutex_lock");
 Next<int(pthread_mutex_t*)> next_mutex_trylock("pthread_mutex_trylock");
@@ -92,9 +138,9 @@ Next<int(pthread_rwlock_t*)> next_rwlock_unlock("pthread_rwlock_unlock");
 Next<int(pthread_spinlock_t*)> next_spin_lock("pthread_spin_lock");
 Next<int(pthread_spinlock_t*)> next_spin_trylock("pthread_spin_trylock");
 Next<int(pthread_spinlock_t*)> next_spin_unlock("pthread_spin_unlock");
-Next<int(std::int64_t*)> next_guard_acquire("__cxa_guard_acquire");
-Next<void(std::int64_t*)> next_guard_release("__cxa_guard_release");
-Next<void(std::int64_t*)> next_guard_abort("__cxa_guard_abort");
+Next<int(std::int64_t*)> next_guard_acquire("__cxa_guard_acquire", guard::acquire);
+Next<void(std::int64_t*)> next_guard_release("__cxa_guard_release", guard::release);
+Next<void(std::int64_t*)> next_guard_abort("__cxa_guard_abort", guard::abort);
 
 // Resolve before main, so that no lock operation on a hot path pays for dlsym.
 // Resolve before main: no lock operation pays for dlsym on a hot path, and none calls it

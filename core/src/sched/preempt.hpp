@@ -17,6 +17,9 @@ namespace preempt {
 // Per run(): finds the text ranges where a goroutine must not be stopped, sizes the XSAVE
 // area, and installs the handler for cfg.preempt_signal (chaining any earlier handler).
 void init(const Config& cfg);
+// Whether this run() preempts by signal (false with asyncpreemptoff, in TSan builds, and when
+// init refused it for the program's build, see init).
+bool async_on();
 // Sends the preemption signal to the thread of m (at most one pending). sysmon only.
 void signal_m(M* m);
 // Virtual time's pause filter (vtime::start): whether a member interrupted by the quantum's

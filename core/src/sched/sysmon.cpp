@@ -20,13 +20,11 @@
 // times a slice and preempts it one slice after its slice began. That is the departure from
 // Go, whose sysmon backs off to 10 ms beside a hog and so preempts it about 20 ms after its
 // slice began. A G that the signal finds inside runtime code yields as it leaves it
-// (kPreemptAtExit, nopreempt.hpp), so no quick second look is needed for it; a preemption
-// still not taken at the next look (a G in libc, or waiting for a lock of its thread) keeps
-// sysmon looking every 20 us until it is. (Until issue 14
-// every preemption reset the backoff, so that at a 1 ms slice sysmon polled at 20 us for
-// good: about 45% of a core. Without the quick look and before the yield at runtime exit, a
-// hog spinning in select, which declines most signals, kept the P up to half a slice more
-// each time: ping_pong_hog went from 296 to 700 ns; with the yield at exit it is 251 ns.)
+// (kPreemptAtExit, nopreempt.hpp), and one holding a lock of its thread yields at the unlock
+// (threadlocks.hpp), so neither needs another look. A G the signal finds in code that is not
+// preemptible (a library, preempt.cpp) is signalled again 20 us later, then at doubling
+// intervals up to half a slice (retake): a short stay there is cut short, a long one, or a
+// run without asynchronous preemption, costs a wake-up per half slice, not one per 20 us.
 // When every P is idle, sysmon sleeps until acquirep wakes it (sysmonwait).
 #include <sys/prctl.h>
 
@@ -65,11 +63,19 @@ void preemptone(P* pp) {
 
 // Go's retake. `seen` is when sysmon last looked (the earliest a slice it sees for the first
 // time can have started). Returns how many Ps it took back from system calls, and in *next
-// the earliest time a slice it watches ends (INT64_MAX: none). A P it just preempted is not
-// in *next: the signal's request is kept by a G in runtime code (kPreemptAtExit), and one
-// lost or declined otherwise is asked again at the next regular look, within half a slice.
-int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
+// the earliest time it must look again at a P that runs: when the slice it watches ends, or,
+// for a P whose slice ended and whose G has not yet yielded, when that P is signalled again.
+//
+// A preemption not yet taken is signalled again after 20 us, then after twice as long each
+// time, up to the tick (half a slice). A G that declined the signal for a moment (in code that
+// is not preemptible, see preempt.cpp) is asked again soon; one that stays there (a long call
+// into a library) or cannot be signalled at all (asyncpreemptoff) costs sysmon a wake-up per
+// tick, as Go's sysmon, whose retake counts only hand-offs as activity, costs one per 10 ms.
+// Without a signal to send there is nothing to retry: the request waits in pp->preempt for the
+// G's next scheduling point, and only the regular look at the tick follows it.
+int retake(std::int64_t now, std::int64_t seen, std::int64_t tick, std::int64_t* next) {
   const std::int64_t slice = sched->timeslice_ns;
+  const bool async = preempt::async_on();
   int n = 0;
   for (auto& owned : sched->allp) {
     P* pp = owned.get();
@@ -83,13 +89,14 @@ int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
       pd.schedwhen = seen;
       pd.preempt_pending = false;
     } else if (now - pd.schedwhen >= slice) {
-      preemptone(pp);
+      if (!pd.preempt_pending || now >= pd.retry_at) {
+        preemptone(pp);
+        pd.retry_ns = pd.preempt_pending ? std::min(pd.retry_ns * 2, tick) : kMinDelayNs;
+        pd.retry_at = now + pd.retry_ns;
+        pd.preempt_pending = true;
+      }
       sysretake = true;
-      // The last preemption has not taken effect (the G declined it: in libc, holding a lock
-      // of its thread, waiting for one): keep looking every 20 us while it does not, as every
-      // preemption used to (without this the soak's random programs ran 8x slower at 2 Ps).
-      if (s == PStatus::running && pd.preempt_pending) ++n;
-      pd.preempt_pending = true;
+      if (s == PStatus::running && async) *next = std::min(*next, pd.retry_at);
     }
     if (s == PStatus::running && !sysretake) *next = std::min(*next, pd.schedwhen + slice);
     if (s != PStatus::syscall) continue;
@@ -220,7 +227,7 @@ void sysmon_main() {
     std::int64_t now = nanotime();
     netpoll_if_forgotten(now);
     next_end = INT64_MAX;
-    idle = retake(now, seen, &next_end) > 0 ? 0 : idle + 1;
+    idle = retake(now, seen, tick, &next_end) > 0 ? 0 : idle + 1;
     seen = now;
   }
   vtime::detach();
