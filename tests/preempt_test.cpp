@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cfenv>
 #include <exception>
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <nugo/nugo.hpp>
 #include <string>
 #include <thread>
@@ -903,25 +905,34 @@ TEST_CASE("only the program's own code is preemptible: libc, libstdc++, hwloc an
   CHECK_FALSE(cxx);
   CHECK_FALSE(hwloc);
   CHECK_FALSE(section);
+  CHECK_FALSE(nugo::preemptible_code(code(&program_function)));  // run() is over
 }
 
-TEST_CASE("a named shared object becomes preemptible, and functions named by prefix stop being so",
-          "[asyncpreempt]") {
-  nugo::Config cfg = procs(2);
-  cfg.preemptible_libraries = {"libhwloc"};
-  cfg.nopreempt_symbols = {"nugo_test_marked_"};
-  bool program = false, marked = true, hwloc = false;
+TEST_CASE("a goroutine inside std::sort is preempted like any of the program's code", "[asyncpreempt]") {
+  // The program's own instantiations of std:: templates, local clones among them (GCC's .isra
+  // and .constprop copies, the instantiations over a lambda), are the program's code. One P:
+  // the main goroutine's sleep returns while the sort still runs only if the signal stopped
+  // the sorter inside it (the data is made before, so the sort is all the sorter does).
+  std::vector<std::uint32_t> v(std::size_t{1} << 23);
+  std::uint32_t x = 12345;
+  for (auto& e : v) e = x = x * 1664525u + 1013904223u;
+  std::atomic<bool> sorted{true};
   nugo::run(
       [&] {
-        program = nugo::preemptible_code(code(&program_function));
-        marked = nugo::preemptible_code(code(&nugo_test_marked_function));
-        hwloc = nugo::preemptible_code(code(&hwloc_get_api_version));
+        nugo::WaitGroup wg;
+        wg.add(1);
+        std::atomic<bool> done{false};
+        nugo::go([&] {
+          std::sort(v.begin(), v.end(), [](std::uint32_t a, std::uint32_t b) { return (a ^ 0x5a5a5a5a) < (b ^ 0x5a5a5a5a); });
+          done = true;
+          wg.done();
+        });
+        nugo::sleep_for(1ms);  // back only when the sorter gives the P up
+        sorted = done.load();
+        wg.wait();
       },
-      cfg);
-  CHECK(program);
-  CHECK_FALSE(marked);
-  CHECK(hwloc);
-  CHECK(nugo_test_marked_function(1) == 2);
+      procs(1, 1ms));
+  CHECK_FALSE(sorted.load());
 }
 
 TEST_CASE("the C and C++ runtimes and nugo cannot be named preemptible", "[config]") {
@@ -934,4 +945,42 @@ TEST_CASE("the C and C++ runtimes and nugo cannot be named preemptible", "[confi
   nugo::Config ok;
   ok.preemptible_libraries = {"libcrypto", "libmimalloc", "libm2"};  // not libc or libm
   CHECK_NOTHROW(ok.validate());
+}
+
+TEST_CASE("without the signal, preempt_point under a lock of the thread yields at the unlock",
+          "[realtime]") {
+  // One P: the main goroutine runs again only if the looping one yields, which it can do
+  // only where its unlock brings the thread's lock count back to zero (threadlocks.hpp).
+  nugo::Config cfg = procs(1, 1ms);
+  cfg.async_preempt = false;
+  std::atomic<bool> stop{false}, starved{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 300 && !stop.load(); ++i) std::this_thread::sleep_for(100ms);
+    if (!stop.load()) {
+      starved = true;
+      stop = true;
+    }
+  });
+  std::uint64_t rounds = 0;
+  nugo::run(
+      [&] {
+        nugo::WaitGroup wg;
+        wg.add(1);
+        nugo::go([&] {
+          std::mutex mu;
+          while (!stop.load(std::memory_order_relaxed)) {
+            std::lock_guard lock(mu);
+            nugo::preempt_point();  // deferred: the lock is held
+            ++rounds;
+          }
+          wg.done();
+        });
+        nugo::yield();  // to the loop; back here only when it yields
+        stop = true;
+        wg.wait();
+      },
+      cfg);
+  watchdog.join();
+  CHECK_FALSE(starved);
+  CHECK(rounds > 0);
 }

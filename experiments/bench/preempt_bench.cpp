@@ -4,6 +4,10 @@
 //                             in a loop; p50_us/p99_us of how late each sleep returns
 //   preempt_latency/lock_hog:S   the same with a hog that holds a std::mutex for 20 us at a
 //                             time, almost always: preempted at the unlock (threadlocks.hpp)
+//   preempt_latency/library_hog:S   the same with a hog that spends nearly all its time in
+//                             libc (memcpy of 256 KiB in a loop): the signal stops it only in
+//                             the program's own code between two calls (core/README.md, "What
+//                             is preemptible"), so this is what that rule costs
 //   preempt_overhead/slice:S  1 P: ns per iteration of a compute loop, preempted every slice;
 //                             other_cores: the CPU time of every thread but the one running
 //                             the loop (sysmon, mostly), over the wall time: the runtime's
@@ -28,6 +32,7 @@
 #include <benchmark/benchmark.h>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -77,7 +82,15 @@ __attribute__((noinline)) void lock_hog(const std::atomic<bool>* stop) {
   }
 }
 
-enum class Hog { spin, lock };
+// Copies 256 KiB at a time through libc's memcpy (a call the compiler cannot inline or
+// elide), with a few instructions of the program's own between two calls.
+__attribute__((noinline)) void library_hog(const std::atomic<bool>* stop) {
+  static std::vector<char> from(256 * 1024, 'x'), to(256 * 1024);
+  void* (*volatile copy)(void*, const void*, std::size_t) = &std::memcpy;
+  while (!stop->load(std::memory_order_relaxed)) copy(to.data(), from.data(), from.size());
+}
+
+enum class Hog { spin, lock, library };
 
 void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, int samples, Hog hog) {
   std::vector<double> late_us;
@@ -87,7 +100,12 @@ void preempt_latency(benchmark::State& state, std::chrono::nanoseconds slice, in
       nugo::WaitGroup wg;
       wg.add(1);
       nugo::go([&] {
-        if (hog == Hog::spin) spin(&stop); else lock_hog(&stop);
+        if (hog == Hog::spin)
+          spin(&stop);
+        else if (hog == Hog::lock)
+          lock_hog(&stop);
+        else
+          library_hog(&stop);
         wg.done();
       });
       nugo::yield();
@@ -239,6 +257,11 @@ void register_all() {
         ->Iterations(1);
     benchmark::RegisterBenchmark((std::string("preempt_latency/lock_hog:") + s.name).c_str(),
                                  preempt_latency, s.d, s.samples, Hog::lock)
+        ->UseRealTime()
+        ->Iterations(1);
+    // A fifth of the samples: each waits for the hog to leave libc, up to seconds at 10 ms.
+    benchmark::RegisterBenchmark((std::string("preempt_latency/library_hog:") + s.name).c_str(),
+                                 preempt_latency, s.d, s.samples / 5, Hog::library)
         ->UseRealTime()
         ->Iterations(1);
     benchmark::RegisterBenchmark((std::string("preempt_overhead/slice:") + s.name).c_str(),

@@ -152,8 +152,8 @@ void parse_debug(const char* v, Config& cfg) {
 
 bool parse_duration(const char* v, std::chrono::nanoseconds* out);
 
-// A comma-separated list of names (NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS): no empty item,
-// no space.
+// A comma-separated list of names (NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS): empty items are
+// skipped, as NUGO_DEBUG's; no spaces.
 std::vector<std::string> parse_names(const char* var, const char* v) {
   std::vector<std::string> names;
   std::string text(v);
@@ -162,8 +162,9 @@ std::vector<std::string> parse_names(const char* var, const char* v) {
     if (end == std::string::npos) end = text.size();
     std::string item = text.substr(start, end - start);
     start = end + 1;
-    if (item.empty() || item.find_first_of(" \t") != std::string::npos)
-      bad(var, v, "expected comma-separated names without spaces or empty items");
+    if (item.empty()) continue;
+    if (item.find_first_of(" \t") != std::string::npos)
+      bad(var, v, "expected comma-separated names without spaces");
     names.push_back(item);
   }
   return names;
@@ -363,12 +364,13 @@ Config Config::from_env() {
   return cfg;
 }
 
-// A shared object that keeps per-thread state the runtime relies on, which no setting makes
-// preemptible (preempt.cpp finds the same names when it looks for the loaded objects).
+// A shared object of the C or C++ runtime, the loader, a sanitizer or nugo: they keep
+// per-thread state the runtime relies on, and no setting makes them preemptible.
 static bool runtime_library_name(std::string_view base) {
   static constexpr std::string_view kRuntime[] = {
-      "libc", "libstdc++", "libgcc_s", "libm", "ld-linux", "ld64", "libpthread", "libdl",
-      "librt", "libnugo", "linux-vdso", "linux-gate", "libasan", "libubsan", "liblsan", "libtsan"};
+      "libc", "libstdc++", "libc++", "libc++abi", "libgcc_s", "libunwind", "libm", "ld-linux",
+      "ld64", "ld-musl", "libpthread", "libdl", "librt", "libnugo", "linux-vdso", "linux-gate",
+      "libasan", "libubsan", "liblsan", "libtsan"};
   for (std::string_view r : kRuntime)
     if (base.substr(0, r.size()) == r &&
         (base.size() == r.size() || base[r.size()] == '.' || base[r.size()] == '-'))

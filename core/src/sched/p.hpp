@@ -62,7 +62,6 @@ struct alignas(64) P {
     std::uint32_t syscalltick = 0;
     std::int64_t syscallwhen = 0;
     bool preempt_pending = false;  // preempted at this schedtick already (sysmon.cpp)
-    std::int64_t retry_ns = 0;     // while pending: the wait before the next signal, doubling
     std::int64_t retry_at = 0;     // while pending: when sysmon signals again
   } sysmontick;
 

@@ -6,7 +6,8 @@
 // injects a call to nugo_async_preempt (preempt_amd64.S), which saves everything, yields the
 // goroutine to the global run queue and, once the goroutine runs again on any M, restores
 // everything and returns to the interrupted instruction. Otherwise the handler does nothing
-// and sysmon signals again a tick later.
+// and sysmon signals again 20 us later (a G in runtime code, or holding a lock of its thread,
+// also yields by itself as it leaves the one or releases the other).
 //
 // An async safe point is an interrupted state where all of this holds:
 //   - the M has a P whose slice sysmon ended, and its current G is running;
@@ -21,9 +22,10 @@
 //     prepared; likewise no library is preempted unless the program vouches for it, because a
 //     goroutine may resume on another thread and a library may keep per-thread state across
 //     the instruction it was stopped at (malloc's thread caches, jemalloc's, tcmalloc's and
-//     mimalloc's per-thread heaps, OpenSSL's error queue, stdio locks). The ranges are found
-//     once per run(); a static build whose C library or C++ runtime cannot be told from the
-//     program is refused asynchronous preemption at start, with a message.
+//     mimalloc's per-thread heaps, OpenSSL's error queue, stdio locks). The loaded objects are
+//     looked at in every run() and the executable's symbol table once per process; a static
+//     build whose C library or C++ runtime cannot be told from the program is refused
+//     asynchronous preemption at start, with a message.
 #include "preempt.hpp"
 
 #include <cpuid.h>
@@ -33,6 +35,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -85,17 +88,24 @@ constexpr std::uintptr_t kYieldRoom = 8 * 1024;
 
 // What the signal may stop a goroutine in (core/README.md, "What is preemptible"): the
 // preemptible ranges (the main executable's text, the shared objects the program names), less
-// the excluded ranges inside them (the C++ runtime that a -static-libstdc++ executable carries,
-// the functions Config::nopreempt_symbols names). init builds both before the handler can run
-// and publishes each with a release store of its count; the handler only reads them.
+// the excluded ranges inside them (the C and C++ runtime functions an executable carries when
+// linked statically, the functions Config::nopreempt_symbols names). init builds both before
+// the handler can run and publishes each with a release store of its count; the handlers only
+// read them. Plain arrays in static storage or leaked: a handler may still run on another
+// thread while the process exits, after static destructors.
 struct TextRange {
   std::uintptr_t lo, hi;
 };
 constexpr int kMaxRanges = 256;
 TextRange preemptible_text[kMaxRanges];
 std::atomic<int> preemptible_count{0};
-std::vector<TextRange> excluded_text;  // sorted and disjoint
-std::atomic<int> excluded_count{0};
+// Sorted and disjoint; published whole through one pointer, and never freed.
+struct ExcludedText {
+  int count;
+  const TextRange* ranges;
+};
+constexpr ExcludedText kNothingExcluded{0, nullptr};
+std::atomic<const ExcludedText*> excluded_text{&kNothingExcluded};
 
 std::atomic<bool> async_enabled{false};
 pid_t process_id = 0;
@@ -108,7 +118,7 @@ std::string_view base_name(std::string_view path) {
 }
 
 // "libfoo" names libfoo.so, libfoo.so.1 and libfoo-2.3.so, not libfoobar.so; a name with a
-// slash names one path.
+// slash names one path, as the loader reports it.
 bool names_object(std::string_view name, std::string_view path) {
   if (name.find('/') != std::string_view::npos) return name == path;
   std::string_view base = base_name(path);
@@ -141,9 +151,11 @@ bool contains_code(const dl_phdr_info* info, std::uintptr_t addr) {
 struct LoadedObjects {
   const Config* cfg;
   int index = 0;
-  std::uintptr_t exe_bias = 0;    // the main executable's load address (PIE)
-  bool shared_libc = false;       // libc.so is loaded: the C library is not in the executable
-  bool shared_cxx_runtime = false;  // libstdc++.so (or libc++.so) is loaded
+  std::uintptr_t exe_bias = 0;  // the main executable's load address (PIE)
+  bool shared_libc = false;     // a shared C library is loaded: libc is not in the executable
+  // The C++ ABI's thread-local exception globals are the executable's own: it carries the C++
+  // runtime (-static-libstdc++), whatever shared libstdc++ other objects bring in.
+  bool exe_cxx_runtime = false;
   std::vector<bool> named_found;  // per Config::preemptible_libraries entry
 };
 
@@ -151,13 +163,13 @@ int scan_object(dl_phdr_info* info, std::size_t, void* data) {
   auto* seen = static_cast<LoadedObjects*>(data);
   if (seen->index++ == 0) {  // the main executable comes first
     seen->exe_bias = info->dlpi_addr;
+    seen->exe_cxx_runtime = contains_code(info, reinterpret_cast<std::uintptr_t>(&abi::__cxa_get_globals));
     add_text_segments(info);
     return 0;
   }
   std::string_view path = info->dlpi_name ? info->dlpi_name : "";
   std::string_view base = base_name(path);
-  if (names_object("libc.so", base)) seen->shared_libc = true;
-  if (names_object("libstdc++.so", base) || names_object("libc++.so", base)) seen->shared_cxx_runtime = true;
+  if (names_object("libc.so", base) || names_object("ld-musl", base)) seen->shared_libc = true;
   // nugo itself as a shared object is runtime code through and through; Config::validate
   // refuses the C and C++ runtimes' names.
   if (path.empty() || contains_code(info, reinterpret_cast<std::uintptr_t>(&preempt::init)))
@@ -172,32 +184,55 @@ int scan_object(dl_phdr_info* info, std::size_t, void* data) {
   return 0;
 }
 
-// A function of libstdc++, libsupc++ or libgcc, by its symbol name: std:: (and the standard
-// abbreviations of the Itanium mangling: std::allocator, basic_string, string, istream,
-// ostream, iostream), __gnu_cxx::, __cxxabiv1::, and the C-linkage entry points of the C++ ABI
-// and the unwinder.
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// A function of libstdc++, libsupc++ or libgcc, by its symbol name: the C-linkage entry points
+// of the C++ ABI and the unwinder, operator new and delete, and std:: (with the Itanium
+// mangling's abbreviations for std::allocator, basic_string, string, istream, ostream and
+// iostream), __gnu_cxx:: and __cxxabiv1::, through thunks, local entities, transaction-safe
+// clones and cv- and ref-qualifiers.
 bool cxx_runtime_symbol(std::string_view name) {
   static constexpr std::string_view kCNames[] = {
       "__cxa_", "__gxx_", "_Unwind_", "__gcc_", "__dynamic_cast", "__register_frame",
-      "__deregister_frame", "__frame_state_for", "__emutls_", "_txnal_"};
+      "__deregister_frame", "__frame_state_for", "__emutls_", "__once_proxy", "_Znw", "_Zna", "_Zdl", "_Zda"};
   for (std::string_view c : kCNames)
-    if (name.substr(0, c.size()) == c) return true;
-  if (name.substr(0, 2) != "_Z") return false;
+    if (starts_with(name, c)) return true;
+  if (!starts_with(name, "_Z")) return false;
   name.remove_prefix(2);
-  if (name.substr(0, 3) == "GTt") name.remove_prefix(3);  // a transaction-safe clone
+  for (bool more = true; more;) {
+    more = false;
+    if (starts_with(name, "GTt")) {  // a transaction-safe clone
+      name.remove_prefix(3);
+      more = true;
+    } else if (starts_with(name, "Th") || starts_with(name, "Tv") || starts_with(name, "Tc")) {
+      std::size_t end = name.find('_', 2);  // a thunk: its offsets, then the target's encoding
+      if (end == std::string_view::npos) return false;
+      name.remove_prefix(end + 1);
+      more = true;
+    } else if (starts_with(name, "Z")) {  // an entity local to a function: that function's
+      name.remove_prefix(1);
+      more = true;
+    }
+  }
+  std::size_t digits = 0;
+  while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9') ++digits;
+  if (digits > 0 && starts_with(name.substr(digits), "_txnal_")) return true;
   if (!name.empty() && name[0] == 'N') {
     name.remove_prefix(1);
-    while (!name.empty() && (name[0] == 'r' || name[0] == 'V' || name[0] == 'K')) name.remove_prefix(1);
+    while (!name.empty() && std::strchr("rVKRO", name[0]) && name[0] != '\0') name.remove_prefix(1);
   }
-  if (name.size() >= 2 && name[0] == 'S' && std::strchr("tabsiod", name[1])) return true;
-  return name.substr(0, 10) == "9__gnu_cxx" || name.substr(0, 12) == "10__cxxabiv1";
+  if (name.size() >= 2 && name[0] == 'S' && std::strchr("tabsiod", name[1]) && name[1] != '\0') return true;
+  return starts_with(name, "9__gnu_cxx") || starts_with(name, "10__cxxabiv1");
 }
 
-// The executable's own symbol table (.symtab; a stripped executable has none), mapped for the
-// scan and unmapped after it.
+// The main executable's own symbol table (.symtab; a stripped executable has none), mapped for
+// the scan and unmapped after it. /proc/self/exe is checked against the loader's entry point:
+// a program started as `ld.so ./prog` would otherwise be read as ld.so.
 class SymbolTable {
  public:
-  SymbolTable() {
+  enum class State { present, stripped, unreadable };
+
+  explicit SymbolTable(std::uintptr_t bias) {
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     struct stat st {};
@@ -209,18 +244,32 @@ class SymbolTable {
     close(fd);
     if (!base_) return;
     const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base_);
-    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shoff == 0 ||
-        eh->e_shoff + eh->e_shnum * sizeof(ElfW(Shdr)) > size_)
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_entry + bias != getauxval(AT_ENTRY))
+      return;
+    state_ = State::stripped;
+    if (eh->e_shoff == 0 || eh->e_shnum == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+        eh->e_shoff > size_ || eh->e_shnum > (size_ - eh->e_shoff) / sizeof(ElfW(Shdr)))
       return;
     const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base_ + eh->e_shoff);
+    auto fits = [&](const ElfW(Shdr)& s) { return s.sh_offset <= size_ && s.sh_size <= size_ - s.sh_offset; };
+    if (eh->e_shstrndx < eh->e_shnum && fits(sh[eh->e_shstrndx])) {
+      const ElfW(Shdr)& names = sh[eh->e_shstrndx];
+      for (int i = 0; i < eh->e_shnum; ++i)
+        if (sh[i].sh_name < names.sh_size &&
+            std::strncmp(base_ + names.sh_offset + sh[i].sh_name, ".text", names.sh_size - sh[i].sh_name) == 0)
+          text_index_ = i;
+    }
     for (int i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_entsize != sizeof(ElfW(Sym)) || sh[i].sh_link >= eh->e_shnum)
+        continue;
       const ElfW(Shdr)& strtab = sh[sh[i].sh_link];
-      if (sh[i].sh_offset + sh[i].sh_size > size_ || strtab.sh_offset + strtab.sh_size > size_) return;
+      if (!fits(sh[i]) || !fits(strtab)) return;
       syms_ = reinterpret_cast<const ElfW(Sym)*>(base_ + sh[i].sh_offset);
       count_ = sh[i].sh_size / sizeof(ElfW(Sym));
       strings_ = base_ + strtab.sh_offset;
       strings_size_ = strtab.sh_size;
+      state_ = State::present;
     }
   }
   ~SymbolTable() {
@@ -229,93 +278,130 @@ class SymbolTable {
   SymbolTable(const SymbolTable&) = delete;
   SymbolTable& operator=(const SymbolTable&) = delete;
 
-  bool present() const { return syms_ != nullptr; }
-  // Calls f(name, lo, hi, file) for each defined function with a size, at its link address.
-  // file: for a file-local function, the index of the object file it came from (the linker
-  // puts each object's local symbols after an STT_FILE symbol), else -1.
+  State state() const { return state_; }
+
+  struct Function {
+    std::string_view name;
+    std::uintptr_t lo, hi;  // link addresses
+    int file;               // for a file-local function, its object file's index, else -1
+    bool weak;
+    bool main_text;         // in the output's .text section (GNU ld's default script merges
+                            // .text.unlikely and .text.startup into it; other linkers may not)
+  };
+  // Calls f(Function) for each defined function with a size. The linker puts each object
+  // file's local symbols after an STT_FILE symbol naming it.
   template <class F>
   void for_each_function(F f) const {
     int file = -1;
+    bool nameless_file = false;
     for (std::size_t i = 0; i < count_; ++i) {
       const ElfW(Sym)& sym = syms_[i];
-      if (ELF64_ST_TYPE(sym.st_info) == STT_FILE) ++file;
-      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_size == 0 ||
-          sym.st_name >= strings_size_)
+      if (ELF64_ST_TYPE(sym.st_info) == STT_FILE) {
+        ++file;
+        nameless_file = sym.st_name >= strings_size_ || strings_[sym.st_name] == '\0';
+      }
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+          sym.st_shndx >= SHN_LORESERVE || sym.st_size == 0 || sym.st_name >= strings_size_)
         continue;
-      bool local = ELF64_ST_BIND(sym.st_info) == STB_LOCAL;
-      f(std::string_view(strings_ + sym.st_name), sym.st_value, sym.st_value + sym.st_size,
-        local ? std::max(file, 0) : -1);
+      const char* name = strings_ + sym.st_name;
+      // The linker lists the locals it made of hidden symbols under a last, nameless STT_FILE:
+      // they come from many objects, so they are judged by name alone.
+      bool local = ELF64_ST_BIND(sym.st_info) == STB_LOCAL && !nameless_file;
+      f(Function{std::string_view(name, strnlen(name, strings_size_ - sym.st_name)), sym.st_value,
+                 sym.st_value + sym.st_size, local ? std::max(file, 0) : -1,
+                 ELF64_ST_BIND(sym.st_info) == STB_WEAK, text_index_ < 0 || sym.st_shndx == text_index_});
     }
   }
 
  private:
   const char* base_ = nullptr;
   std::size_t size_ = 0;
+  State state_ = State::unreadable;
   const ElfW(Sym)* syms_ = nullptr;
   std::size_t count_ = 0;
   const char* strings_ = nullptr;
   std::size_t strings_size_ = 0;
+  int text_index_ = -1;
 };
 
-// The executable's excluded ranges: the functions named as the C++ runtime's (when it is inside
-// the executable) or by a prefix of Config::nopreempt_symbols, and the file-local functions of
-// the C++ runtime's object files. Those have no telling name; an object file is taken as the
-// runtime's when each of its local functions lies between two runtime functions in address
-// order (the linker lays out an archive's members together, after the program's objects),
-// and as the program's otherwise (a program's file-local functions sit beside its own global
-// ones). Returns how many C++ runtime functions it found; *matched counts each prefix's.
+// The executable's excluded ranges. Named functions first: the C++ runtime's (above), except
+// weak ones, which are template instantiations and keep no per-thread state whichever object
+// they came from (the program's own, preemptible with a shared libstdc++ too, or the runtime's
+// explicit ones); and those a prefix of Config::nopreempt_symbols names. Then file-local
+// functions, which have no telling name: an object file is a library's when each of its local
+// functions in .text proper lies between two excluded functions in address order (the linker
+// lays out an archive's members together, after the program's objects); its parts in
+// .text.unlikely and .text.startup, which the linker gathers across objects, follow its verdict
+// and are not evidence. Returns how many C++ runtime functions it found; *matched counts each
+// prefix's.
 int exclude_functions(const SymbolTable& symtab, std::uintptr_t bias, bool cxx_static,
-                      const std::vector<std::string>& prefixes, std::vector<int>* matched) {
-  enum class Kind : std::uint8_t { excluded, program, unknown };
+                      const std::vector<std::string>& prefixes, std::vector<int>* matched,
+                      const ExcludedText** out) {
+  // neutral: a weak C++ runtime name in an executable that carries the runtime: a template
+  // instantiation, the program's own or the runtime's explicit one (string, locale, streams,
+  // whose helpers switch the thread's locale), judged by its neighbours alone.
+  enum class Kind : std::uint8_t { excluded, program, unknown, neutral };
   struct Fn {
     std::uintptr_t lo, hi;
     Kind kind;
     int file;
+    bool evidence;
   };
   std::vector<Fn> fns;
   int cxx = 0, files = 0;
-  symtab.for_each_function([&](std::string_view name, std::uintptr_t lo, std::uintptr_t hi, int file) {
+  symtab.for_each_function([&](const SymbolTable::Function& f) {
     Kind kind = Kind::program;
     for (std::size_t i = 0; i < prefixes.size(); ++i)
-      if (name.substr(0, prefixes[i].size()) == prefixes[i]) {
+      if (starts_with(f.name, prefixes[i])) {
         ++(*matched)[i];
         kind = Kind::excluded;
       }
-    if (kind == Kind::program && cxx_static) {
-      if (cxx_runtime_symbol(name)) {
-        kind = Kind::excluded;
-        ++cxx;
-      } else if (file >= 0) {
-        kind = Kind::unknown;
-      }
+    if (kind == Kind::program && cxx_static && cxx_runtime_symbol(f.name)) {
+      kind = f.weak ? Kind::neutral : Kind::excluded;
+      cxx += !f.weak;
     }
-    files = std::max(files, file + 1);
-    fns.push_back({lo + bias, hi + bias, kind, file});
+    if (kind == Kind::program && f.file >= 0) kind = Kind::unknown;
+    files = std::max(files, f.file + 1);
+    bool evidence = f.main_text && !starts_with(f.name, "_GLOBAL__sub_") &&
+                    !starts_with(f.name, "__static_initialization_and_destruction") &&
+                    f.name.find(".cold") == std::string_view::npos;
+    fns.push_back({f.lo + bias, f.hi + bias, kind, f.file, evidence});
   });
   // At one address, an excluded name wins over the program's (aliases, folded functions).
   std::sort(fns.begin(), fns.end(), [](const Fn& a, const Fn& b) {
     return a.lo != b.lo ? a.lo < b.lo : a.kind < b.kind;
   });
-  // Each file-local function of unknown origin: between two runtime functions or not.
-  std::vector<bool> program_file(static_cast<std::size_t>(files), false);
+  // Whether each object file's evidence lies between excluded functions only.
+  std::vector<bool> program_file(static_cast<std::size_t>(files), false), judged(program_file);
   Kind before = Kind::program;
-  std::vector<std::size_t> pending;  // unknown functions since the last named one
+  std::vector<std::size_t> pending, weak;  // unknown and neutral ones since the last named one
   auto settle = [&](Kind after) {
-    for (std::size_t i : pending)
-      if (before != Kind::excluded || after != Kind::excluded) program_file[static_cast<std::size_t>(fns[i].file)] = true;
+    const bool inside = before == Kind::excluded && after == Kind::excluded;
+    for (std::size_t i : pending) {
+      auto file = static_cast<std::size_t>(fns[i].file);
+      judged[file] = true;
+      if (!inside) program_file[file] = true;
+    }
+    for (std::size_t i : weak) fns[i].kind = inside ? Kind::excluded : Kind::program;
     pending.clear();
+    weak.clear();
   };
   for (std::size_t i = 0; i < fns.size(); ++i) {
-    if (fns[i].kind == Kind::unknown) {
-      pending.push_back(i);
-    } else {
+    if (fns[i].kind == Kind::neutral) {
+      weak.push_back(i);
+    } else if (fns[i].kind != Kind::unknown) {
       settle(fns[i].kind);
       before = fns[i].kind;
+    } else if (fns[i].evidence) {
+      pending.push_back(i);
     }
   }
   settle(Kind::program);
   for (Fn& f : fns)
-    if (f.kind == Kind::unknown) f.kind = program_file[static_cast<std::size_t>(f.file)] ? Kind::program : Kind::excluded;
+    if (f.kind == Kind::unknown) {
+      auto file = static_cast<std::size_t>(f.file);
+      f.kind = judged[file] && !program_file[file] ? Kind::excluded : Kind::program;
+    }
   // Runs of excluded functions, with the padding between them.
   std::vector<TextRange> ranges;
   bool open_run = false;
@@ -334,26 +420,42 @@ int exclude_functions(const SymbolTable& symtab, std::uintptr_t bias, bool cxx_s
     }
   }
   if (open_run) ranges.push_back(run);
-  excluded_text = std::move(ranges);
-  excluded_count.store(static_cast<int>(excluded_text.size()), std::memory_order_release);
+  auto* copy = new TextRange[std::max<std::size_t>(ranges.size(), 1)];  // never freed
+  std::copy(ranges.begin(), ranges.end(), copy);
+  *out = new ExcludedText{static_cast<int>(ranges.size()), copy};
   return cxx;
 }
 
-// Builds the ranges for this run(). Returns false, having said why on stderr, when the program's
-// build makes asynchronous preemption unsafe and Config::async_preempt_force does not override.
+// What the executable's symbol table gave, once per process for one list of prefixes (the
+// scan reads the whole table): later runs with the same settings reuse it.
+struct ExeAnalysis {
+  bool done = false;
+  bool cxx_static = false;
+  std::vector<std::string> prefixes;
+  SymbolTable::State state = SymbolTable::State::unreadable;
+  int cxx = 0;
+  const ExcludedText* excluded = &kNothingExcluded;
+};
+ExeAnalysis exe_analysis;
+
+// Builds the ranges for this run(). Returns false, having said why on stderr when `async` (a
+// run that asked for preemption by signal), when the program's build makes asynchronous
+// preemption unsafe and Config::async_preempt_force does not override; nothing is then
+// preemptible, for virtual time's pauses either.
 bool find_preemptible_text(const Config& cfg, bool async) {
   preemptible_count.store(0, std::memory_order_relaxed);
-  excluded_count.store(0, std::memory_order_relaxed);
+  excluded_text.store(&kNothingExcluded, std::memory_order_release);
   LoadedObjects seen;
   seen.cfg = &cfg;
   seen.named_found.assign(cfg.preemptible_libraries.size(), false);
   dl_iterate_phdr(scan_object, &seen);
   for (std::size_t i = 0; i < cfg.preemptible_libraries.size(); ++i)
-    if (!seen.named_found[i])
+    if (!seen.named_found[i] && async)
       std::fprintf(stderr, "nugo: warning: NUGO_PREEMPTIBLE: no loaded shared object is named '%s'\n",
                    cfg.preemptible_libraries[i].c_str());
   auto refuse = [&](const char* cause) {
     if (cfg.async_preempt_force) return true;
+    preemptible_count.store(0, std::memory_order_release);
     if (async)
       std::fprintf(stderr,
                    "nugo: asynchronous preemption is off: %s, so the runtime cannot tell its code "
@@ -364,21 +466,33 @@ bool find_preemptible_text(const Config& cfg, bool async) {
     return false;
   };
   if (!seen.shared_libc) return refuse("this executable is statically linked with the C library");
-  const bool cxx_static = !seen.shared_cxx_runtime;
-  if (!cxx_static && cfg.nopreempt_symbols.empty()) return true;
-  SymbolTable symtab;
-  if (!symtab.present()) {
-    if (cxx_static)
-      return refuse("this executable carries the C++ runtime (-static-libstdc++) and has no symbol table (stripped)");
-    return refuse("NUGO_NOPREEMPT_SYMBOLS needs the executable's symbol table, and it has none (stripped)");
+  ExeAnalysis& a = exe_analysis;
+  // Read once per process and settings; an unreadable table (out of descriptors, say) is
+  // tried again at the next run.
+  if (!a.done || a.cxx_static != seen.exe_cxx_runtime || a.prefixes != cfg.nopreempt_symbols ||
+      a.state == SymbolTable::State::unreadable) {
+    SymbolTable symtab(seen.exe_bias);
+    std::vector<int> matched(cfg.nopreempt_symbols.size(), 0);
+    a = ExeAnalysis{true, seen.exe_cxx_runtime, cfg.nopreempt_symbols, symtab.state(), 0, &kNothingExcluded};
+    if (symtab.state() == SymbolTable::State::present && (seen.exe_cxx_runtime || !cfg.nopreempt_symbols.empty()))
+      a.cxx = exclude_functions(symtab, seen.exe_bias, seen.exe_cxx_runtime, cfg.nopreempt_symbols, &matched,
+                                &a.excluded);
+    for (std::size_t i = 0; i < matched.size(); ++i)
+      if (matched[i] == 0 && async && a.state == SymbolTable::State::present)
+        std::fprintf(stderr, "nugo: warning: NUGO_NOPREEMPT_SYMBOLS: no function of the executable begins with '%s'\n",
+                     cfg.nopreempt_symbols[i].c_str());
   }
-  std::vector<int> matched(cfg.nopreempt_symbols.size(), 0);
-  int cxx = exclude_functions(symtab, seen.exe_bias, cxx_static, cfg.nopreempt_symbols, &matched);
-  for (std::size_t i = 0; i < matched.size(); ++i)
-    if (matched[i] == 0)
-      std::fprintf(stderr, "nugo: warning: NUGO_NOPREEMPT_SYMBOLS: no function of the executable begins with '%s'\n",
-                   cfg.nopreempt_symbols[i].c_str());
-  if (cxx_static && cxx == 0)
+  excluded_text.store(a.excluded, std::memory_order_release);
+  const bool need_table = seen.exe_cxx_runtime || !cfg.nopreempt_symbols.empty();
+  if (need_table && a.state != SymbolTable::State::present) {
+    const bool stripped = a.state == SymbolTable::State::stripped;
+    if (seen.exe_cxx_runtime)
+      return refuse(stripped ? "this executable carries the C++ runtime (-static-libstdc++) and has no symbol table (stripped)"
+                             : "this executable carries the C++ runtime (-static-libstdc++) and its symbol table cannot be read from /proc/self/exe");
+    return refuse(stripped ? "NUGO_NOPREEMPT_SYMBOLS needs the executable's symbol table, and it has none (stripped)"
+                           : "NUGO_NOPREEMPT_SYMBOLS needs the executable's symbol table, which cannot be read from /proc/self/exe");
+  }
+  if (seen.exe_cxx_runtime && a.cxx == 0)
     return refuse("this executable carries the C++ runtime (-static-libstdc++) and its symbol table names none of its functions");
   return true;
 }
@@ -404,8 +518,9 @@ bool in_preemptible_text(std::uintptr_t pc) {
   for (int i = 0; i < n && !in; ++i) in = pc >= preemptible_text[i].lo && pc < preemptible_text[i].hi;
   if (!in) return false;
   // The last excluded range that starts at or below pc, by binary search.
-  int lo = 0, hi = excluded_count.load(std::memory_order_acquire);
-  const TextRange* ex = excluded_text.data();
+  const ExcludedText* excluded = excluded_text.load(std::memory_order_acquire);
+  int lo = 0, hi = excluded->count;
+  const TextRange* ex = excluded->ranges;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
     if (ex[mid].lo <= pc)
@@ -586,15 +701,15 @@ void init(const Config& cfg) {
   process_id = getpid();
   async_enabled.store(false, std::memory_order_relaxed);
   const bool async = cfg.async_preempt && !kSanitizerDefersSignals;
-  // Virtual time's pause filter needs the library ranges even without async preemption.
-  if (!async && !vtime::on()) return;
   preempt_sig = cfg.preempt_signal;
   static bool sized = false;
   if (!sized) {
     size_xsave_area();
     sized = true;
   }
-  // Libraries may have been loaded since the last run(); find the ranges again.
+  // Libraries may have been loaded since the last run(); find the ranges again. Without the
+  // signal too: the yield deferred to an unlock (deferred, above) and virtual time's pauses
+  // read them.
   if (!find_preemptible_text(cfg, async) || !async) return;
   // Install ours unless it is still there from an earlier run(); whatever is there now
   // (a user's handler, installed before this run) is what we chain to.
@@ -619,6 +734,8 @@ void init(const Config& cfg) {
 }
 
 bool async_on() { return async_enabled.load(std::memory_order_relaxed); }
+
+void stop() { async_enabled.store(false, std::memory_order_relaxed); }
 
 void signal_m(M* m) {
   if (!async_enabled.load(std::memory_order_relaxed)) return;
@@ -647,7 +764,7 @@ namespace nugo {
 
 bool preemptible_code(const void* pc) {
   auto addr = reinterpret_cast<std::uintptr_t>(pc);
-  return detail::sched != nullptr && detail::preempt::async_on() && !detail::in_nopreempt_section(addr) &&
+  return detail::preempt::async_on() && !detail::in_nopreempt_section(addr) &&
          detail::in_preemptible_text(addr);
 }
 

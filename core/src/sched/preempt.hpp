@@ -14,9 +14,12 @@ void yield_preempted();
 
 namespace preempt {
 
-// Per run(): finds the text ranges where a goroutine must not be stopped, sizes the XSAVE
-// area, and installs the handler for cfg.preempt_signal (chaining any earlier handler).
+// Per run(): finds the text ranges where a goroutine may be stopped (the program's own code),
+// sizes the XSAVE area, and installs the handler for cfg.preempt_signal (chaining any earlier
+// handler), unless the run preempts without the signal or its build cannot be made safe.
 void init(const Config& cfg);
+// When run() is over: the handler leaves later signals alone, and async_on() is false.
+void stop();
 // Whether this run() preempts by signal (false with asyncpreemptoff, in TSan builds, and when
 // init refused it for the program's build, see init).
 bool async_on();

@@ -312,6 +312,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   sched->sysmon_exit.store(true, std::memory_order_seq_cst);
   sched->sysmon_note.wakeup();
   sched->sysmon.join();
+  preempt::stop();  // sysmon, the only sender, is gone
   run_stop_hooks(StopPhase::abandoned);  // while their stacks and closures still exist
   foreign_sched.store(nullptr, std::memory_order_seq_cst);
   signals::remove_quit_handler();

@@ -21,10 +21,10 @@
 // Go, whose sysmon backs off to 10 ms beside a hog and so preempts it about 20 ms after its
 // slice began. A G that the signal finds inside runtime code yields as it leaves it
 // (kPreemptAtExit, nopreempt.hpp), and one holding a lock of its thread yields at the unlock
-// (threadlocks.hpp), so neither needs another look. A G the signal finds in code that is not
-// preemptible (a library, preempt.cpp) is signalled again 20 us later, then at doubling
-// intervals up to half a slice (retake): a short stay there is cut short, a long one, or a
-// run without asynchronous preemption, costs a wake-up per half slice, not one per 20 us.
+// the program makes (threadlocks.hpp). A G the signal finds in code that is not preemptible
+// (a library, preempt.cpp; or an unlock made there) is signalled again every 20 us until it
+// yields (retake); without asynchronous preemption nothing is repeated, and beside a hog
+// sysmon wakes only at its tick, as Go's backs off.
 // When every P is idle, sysmon sleeps until acquirep wakes it (sysmonwait).
 #include <sys/prctl.h>
 
@@ -66,14 +66,16 @@ void preemptone(P* pp) {
 // the earliest time it must look again at a P that runs: when the slice it watches ends, or,
 // for a P whose slice ended and whose G has not yet yielded, when that P is signalled again.
 //
-// A preemption not yet taken is signalled again after 20 us, then after twice as long each
-// time, up to the tick (half a slice). A G that declined the signal for a moment (in code that
-// is not preemptible, see preempt.cpp) is asked again soon; one that stays there (a long call
-// into a library) or cannot be signalled at all (asyncpreemptoff) costs sysmon a wake-up per
-// tick, as Go's sysmon, whose retake counts only hand-offs as activity, costs one per 10 ms.
-// Without a signal to send there is nothing to retry: the request waits in pp->preempt for the
-// G's next scheduling point, and only the regular look at the tick follows it.
-int retake(std::int64_t now, std::int64_t seen, std::int64_t tick, std::int64_t* next) {
+// A preemption not yet taken is signalled again every 20 us while the signal can be sent:
+// the G is in code that is not preemptible (a library, preempt.cpp), and each signal is a
+// chance to find it back in the program's own code. A G that loops over a library call
+// spends nearly all its time inside it (libc's memcpy of 256 KiB at a time: 99.9%), so the
+// chances have to come often: doubling the wait up to half a slice instead made such a G keep
+// its P for seconds (preempt_latency/library_hog at 10 ms: p50 7.5 s against 34 ms). Without
+// the signal (asyncpreemptoff) there is nothing to repeat: the request waits in pp->preempt
+// for the G's next scheduling point, no retry shortens sysmon's sleep, and sysmon costs what
+// Go's does.
+int retake(std::int64_t now, std::int64_t seen, std::int64_t* next) {
   const std::int64_t slice = sched->timeslice_ns;
   const bool async = preempt::async_on();
   int n = 0;
@@ -91,8 +93,7 @@ int retake(std::int64_t now, std::int64_t seen, std::int64_t tick, std::int64_t*
     } else if (now - pd.schedwhen >= slice) {
       if (!pd.preempt_pending || now >= pd.retry_at) {
         preemptone(pp);
-        pd.retry_ns = pd.preempt_pending ? std::min(pd.retry_ns * 2, tick) : kMinDelayNs;
-        pd.retry_at = now + pd.retry_ns;
+        pd.retry_at = now + kMinDelayNs;
         pd.preempt_pending = true;
       }
       sysretake = true;
@@ -227,7 +228,7 @@ void sysmon_main() {
     std::int64_t now = nanotime();
     netpoll_if_forgotten(now);
     next_end = INT64_MAX;
-    idle = retake(now, seen, tick, &next_end) > 0 ? 0 : idle + 1;
+    idle = retake(now, seen, &next_end) > 0 ? 0 : idle + 1;
     seen = now;
   }
   vtime::detach();
