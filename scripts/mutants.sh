@@ -38,9 +38,8 @@ fi
 
 # Configurations the hostile run found its bugs in: one P (where a thread blocked by a
 # goroutine has nobody to take over), the shortest slices, many Ps, NUMA on 4 nodes.
-shared=../shared/topologies
-four="synthetic:pack:4 numa:1 core:6 pu:2"
-[ -f "$shared/xeon-4socket-4node-96pu.xml" ] && four="xml:$root/$shared/xeon-4socket-4node-96pu.xml"
+four="xml:$root/topology/machines/xeon-4socket-4node-96pu.xml"
+[ -f "${four#xml:}" ] || { echo "mutants.sh: the machine file ${four#xml:} is missing" >&2; exit 2; }
 configs=("NUGO_PROCS=1;NUGO_TIMESLICE=20us" "NUGO_PROCS=2;NUGO_TIMESLICE=50us"
          "NUGO_PROCS=8;NUGO_TIMESLICE=20us" "NUGO_MODE=numa;NUGO_PROCS=8;NUGO_TIMESLICE=50us;NUGO_TOPOLOGY=$four")
 batch=5      # seeds per process: a static's initializer runs once per process
@@ -48,7 +47,6 @@ hang=10      # a program without progress for this long has hung (programs take 
 
 work=$(mktemp -d); trap 'git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add --detach "$work/tree" HEAD >/dev/null 2>&1 || { echo "mutants.sh: cannot make a worktree of HEAD" >&2; exit 2; }
-ln -s "$root/../shared" "$work/shared" 2>/dev/null || true
 
 # Builds the worktree as it stands and runs programs for up to $1 minutes; sets found (the
 # first report, empty if none), took, programs, seed and vars.

@@ -5,7 +5,7 @@ usage: scripts/numa.py BUILD_DIR OUT_DIR [--quick] [--topology SPEC] [--repetiti
                        [--bind node|pu|none]
 
 Runs BUILD/experiments/nugo-bench with NUGO_TOPOLOGY=SPEC (default: the 2-node Xeon of
-../shared/topologies, or a synthetic 2-node machine when shared/ is absent) and
+topology/machines, scripts/catalogue.py) and
 NUGO_MODE=flat and =numa alternately, N repetitions each (default 5; 1 with --quick),
 and writes OUT_DIR/numa.md and numa.json with the medians and the ratio numa/flat.
 Both modes run with the same NUGO_BIND (default none), so that the ratio is the
@@ -13,8 +13,8 @@ scheduling policy's alone, not thread pinning's.
 
 Locality: BUILD/experiments/nugo-locality then runs `fib N` (N = 27, 22 with --quick) and
 `skynet` once per repetition, in each mode, on two emulated machines of their own (the
-2-node Xeon with NUGO_PROCS=4 and the 4-node Xeon, or a synthetic 4-node machine, with
-NUGO_PROCS=8; --topology does not change them), each with NUGO_STATS set. From the
+2-node Xeon with NUGO_PROCS=4 and the 4-node Xeon with NUGO_PROCS=8, catalogue.LOCALITY;
+--topology does not change them), each with NUGO_STATS set. From the
 statistics the runtime writes it reports where goroutines ran (home node or away), how many
 moved across nodes (moved_remote), steals within and across nodes, and idle time per node,
 beside the targets: NUMA mode moves at most 10% as many goroutines across nodes as flat
@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import catalogue  # noqa: E402
 import explib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,15 +59,12 @@ PROCESS_TIMEOUT_S = 300
 # experiments/workloads/forkjoin.hpp; smaller with --quick, for time only).
 LOCALITY_FIB_N = 27
 LOCALITY_FIB_N_QUICK = 22
-MOVED_REMOTE_NUMA_VS_FLAT_MAX = 0.10
-RUNS_HOME_MIN = 0.95
-# The statistics JSON that the runtime writes to NUGO_STATS when run() returns: these
-# counters, all integers, in "totals", in every entry of "nodes" (with "node", the OS node
-# number) and of "ps"; and "moved_remote_by_distance" ({distance: count}) in "totals" and
-# "nodes".
-STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node",
-                  "steals_remote", "moved_same_node", "moved_remote", "globrunq_own",
-                  "globrunq_remote", "wakeups_cross_node", "preemptions", "idle_ns"]
+MOVED_REMOTE_NUMA_VS_FLAT_MAX = catalogue.LOCALITY_TARGETS["moved_remote_vs_flat"]
+RUNS_HOME_MIN = catalogue.LOCALITY_TARGETS["runs_home"]
+# The statistics JSON that the runtime writes to NUGO_STATS when run() returns: these counters,
+# all integers, in "totals", in every entry of "nodes" (with "node", the OS node number) and of
+# "ps"; and "moved_remote_by_distance" ({distance: count}) in "totals" and "nodes".
+STATS_COUNTERS = catalogue.STATS_COUNTERS
 
 
 def usage(msg: str) -> int:
@@ -74,20 +72,14 @@ def usage(msg: str) -> int:
     return 2
 
 
-def shared_topology(xml_name: str, synthetic: str) -> str:
-    xml = ROOT.parent / "shared" / "topologies" / xml_name
-    return f"xml:{xml}" if xml.exists() else f"synthetic:{synthetic}"
-
-
 def default_topology() -> str:
-    return shared_topology("xeon-2socket-2node-24pu.xml", "pack:2 numa:1 core:6 pu:2")
+    return catalogue.machine_spec(catalogue.LOCALITY[0][0])
 
 
 def locality_topologies() -> list[tuple[str, int]]:
     """(NUGO_TOPOLOGY, NUGO_PROCS): two Ps per node, so that a node's Ps can rob each other
     before anyone robs across nodes."""
-    return [(default_topology(), 4),
-            (shared_topology("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:6 pu:2"), 8)]
+    return [(catalogue.machine_spec(file), procs) for file, procs in catalogue.LOCALITY]
 
 
 def topology_label(topology: str) -> str:

@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import explib  # noqa: E402
+import catalogue  # noqa: E402
 import numa  # noqa: E402  (the locality runner and its topologies)
-import sweep  # noqa: E402  (the virtual set's machines)
 
 SETTINGS = [
     "",  # the defaults: remote_delay=0, remote_take=half, ready=waker, adopt=0
@@ -77,8 +77,8 @@ def main() -> int:
                      "scripts/test.sh --virtual makes build-virtual)")
     topologies = numa.locality_topologies()
     if virtual:
-        topologies = [(numa.shared_topology(*sweep.VIRTUAL_TOPOLOGIES[name]), procs)
-                      for name, procs in (("v2x16", 32), ("v4x24", 96))]
+        topologies = [(catalogue.machine_spec(catalogue.VIRTUAL[name].file), procs)
+                      for name, procs in catalogue.POLICIES_VIRTUAL]
     kind = "VIRTUAL" if virtual else "EMULATED"
     stem = "policies-virtual" if virtual else "policies"
     reps = reps or (1 if quick else 3)

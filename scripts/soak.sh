@@ -51,11 +51,12 @@ fi
 # The suite's configurations (tests/CMakeLists.txt): P counts, flat and NUMA on emulated
 # 2- and 4-node machines, the shortest slice allowed (where the hostile run crashed), a short
 # one and Go's default.
-shared=../shared/topologies
-two="synthetic:pack:2 numa:1 core:6 pu:2"; four="synthetic:pack:4 numa:1 core:6 pu:2"
-[ -f "$shared/xeon-2socket-2node-24pu.xml" ] && two="xml:$shared/xeon-2socket-2node-24pu.xml"
-[ -f "$shared/xeon-4socket-4node-96pu.xml" ] && four="xml:$shared/xeon-4socket-4node-96pu.xml"
-configs=()  # assignments separated by ';' (a synthetic topology has spaces)
+machines=$PWD/topology/machines  # real machines' topologies (topology/machines/README.md)
+two="xml:$machines/xeon-2socket-2node-24pu.xml"; four="xml:$machines/xeon-4socket-4node-96pu.xml"
+for f in "${two#xml:}" "${four#xml:}"; do
+  [ -f "$f" ] || { echo "soak.sh: the machine file $f is missing" >&2; exit 2; }
+done
+configs=()  # assignments separated by ';' 
 for slice in 20us 50us 10ms; do
   for procs in 1 2 8; do configs+=("NUGO_MODE=flat;NUGO_PROCS=$procs;NUGO_TIMESLICE=$slice"); done
   configs+=("NUGO_MODE=numa;NUGO_PROCS=4;NUGO_TIMESLICE=$slice;NUGO_TOPOLOGY=$two")

@@ -17,9 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
-            "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
-            "wakeups_cross_node", "preemptions", "idle_ns"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from catalogue import STATS_COUNTERS as COUNTERS  # noqa: E402
 
 
 def fail(msg: str) -> int:

@@ -47,7 +47,7 @@ DIR/machine.json (what ran where), DIR/sweep.json (settings, commands, medians),
 
 Topologies (--topology, comma-separated):
   machine  this machine, as hwloc sees it (real: timings are hardware results)
-  2node    the 2-socket Xeon of ../shared/topologies (24 PUs), emulated
+  2node    the 2-socket Xeon of topology/machines (24 PUs), emulated
   4node    the 4-socket Xeon (96 PUs), emulated
   24node   the 24-node em64t (384 PUs) at 48 Ps, emulated, for locality counters only: its
            timings are not reported (48 Ps folded onto this machine's CPUs measure nothing)
@@ -60,8 +60,8 @@ Topologies (--topology, comma-separated):
            the Ps are not oversubscribed, and the timings are virtual time: the CPU time each
            virtual CPU used plus the cost model's charges (cache lines by node distance, the
            memory-latency model's remote blocks). Every row says clock = virtual. nugo modes only.
-Without shared/, 2node, 4node, 24node and the virtual set are hwloc synthetic machines of the
-same shape. The default is `machine`, plus 2node, 4node and 24node when this machine has one
+Every named machine is a real machine's hwloc XML file in topology/machines/ (scripts/catalogue.py
+names them); a file that is missing stops the sweep, naming it. The default is `machine`, plus 2node, 4node and 24node when this machine has one
 node; the virtual set runs only when asked for (reproduce.sh runs it as a step of its own).
 
 Locality targets (sweep.md, on multi-node machines whose Ps are not folded: real or virtual):
@@ -94,30 +94,17 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import catalogue  # noqa: E402
 import explib  # noqa: E402
 
 PROG = "sweep.py"
-SHARED_TOPOLOGIES = explib.ROOT.parent / "shared" / "topologies"
 MAX_PROCS = 1024  # nugo::Config::kMaxProcs
-# name: (xml file in shared/topologies, the synthetic stand-in, fixed P counts or None,
-#        whether timings are reported)
-NAMED_TOPOLOGIES = {
-    "2node": ("xeon-2socket-2node-24pu.xml", "pack:2 numa:1 core:6 pu:2", None, True),
-    "4node": ("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2", None, True),
-    "24node": ("em64t-24node-384pu.xml", "pack:24 numa:1 core:8 pu:2", [48], False),
-}
-# The virtual set, run in virtual time at one P per PU: name -> (xml, the synthetic stand-in).
-VIRTUAL_TOPOLOGIES = {
-    "v2x16": ("xeon-2socket-2node-32pu.xml", "pack:2 numa:1 core:8 pu:2"),
-    "v4x24": ("xeon-4socket-4node-96pu.xml", "pack:4 numa:1 core:12 pu:2"),
-    "v24x16": ("em64t-24node-384pu.xml", "pack:24 numa:1 core:8 pu:2"),
-}
-LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
+NAMED_TOPOLOGIES = catalogue.EMULATED
+VIRTUAL_TOPOLOGIES = catalogue.VIRTUAL
+LOCALITY_TARGETS = catalogue.LOCALITY_TARGETS
 # P counts per profile on an emulated topology of N nodes (Ps beyond this machine's CPUs are
 # oversubscribed threads: the decisions are the scheduler's, the timings only indicative).
-STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
-                  "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
-                  "wakeups_cross_node", "preemptions", "idle_ns", "placed", "placed_remote"]
+STATS_COUNTERS = catalogue.STATS_COUNTERS
 BINDINGS = ("pu", "node", "none", "auto")
 # The C++ peers: mode -> (its twin in BUILD/experiments, its name in tables). They bind pu or none.
 PEERS = {"tbb": ("tbb-workload", "oneTBB"), "omp": ("omp-workload", "OpenMP"),
@@ -216,19 +203,25 @@ def describe_topology(build: Path, spec: str) -> tuple[int, int, list[list[int]]
     return int(pus.group(1)), nodes, distances, restricted.group(1) if restricted else ""
 
 
+def named_spec(machine: catalogue.Machine) -> str:
+    try:
+        return catalogue.machine_spec(machine.file)
+    except catalogue.MissingMachine as e:
+        raise explib.Failed(f"--topology {machine.name}: {e}") from e
+
+
 def resolve_topology(build: Path, name: str) -> Topo:
     if name == "machine":
         return Topo("machine", "", False, describe_topology(build, ""), None, True)
     if name in VIRTUAL_TOPOLOGIES:
-        xml, synthetic = VIRTUAL_TOPOLOGIES[name]
-        path = SHARED_TOPOLOGIES / xml
-        spec = f"xml:{path}" if path.exists() else f"synthetic:{synthetic}"
+        spec = named_spec(VIRTUAL_TOPOLOGIES[name])
         described = describe_topology(build, spec)
         return Topo(name, spec, True, described, [min(described[0], MAX_PROCS)], True, virtual=True)
     if name in NAMED_TOPOLOGIES:
-        xml, synthetic, procs, timing = NAMED_TOPOLOGIES[name]
-        path = SHARED_TOPOLOGIES / xml
-        spec = f"xml:{path}" if path.exists() else f"synthetic:{synthetic}"
+        machine = NAMED_TOPOLOGIES[name]
+        spec = named_spec(machine)
+        procs = list(machine.procs) if machine.procs else None
+        timing = machine.timings_reported
     elif name.startswith(("xml:", "synthetic:")):
         if name.startswith("xml:") and not Path(name[4:]).is_file():
             raise explib.Failed(f"--topology {name}: no such file {name[4:]}")

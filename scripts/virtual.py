@@ -13,7 +13,7 @@ build-virtual), whose experiments/nugo-workload runs in virtual time when NUGO_V
    issue's bar is 15%: a ratio whose interval lies inside [0.85, 1.15] meets it, one whose
    interval lies outside misses it, and one whose interval straddles a bound is inside the noise.
 2. Fork-join on many virtual CPUs: fib, skynet and uts at 1 to 256 virtual CPUs of a 384-PU,
-   24-node machine (../shared/topologies/em64t-24node-384pu.xml, flat mode, so that only the
+   24-node machine (topology/machines/em64t-24node-384pu.xml, flat mode, so that only the
    CPU count changes): virtual seconds, speedup over 1 virtual CPU, and the work and span
    laws: T_p >= T_1 / p, and T_p >= T_inf, where T_inf is estimated as the depth of the
    computation (fib(n): n; skynet: its levels) times the serial time per goroutine.
@@ -36,12 +36,12 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import catalogue  # noqa: E402
 import explib  # noqa: E402
 
 ROOT = explib.ROOT
 PROG = "virtual.py"
-BIG_MACHINE = ROOT.parent / "shared" / "topologies" / "em64t-24node-384pu.xml"
-BIG_FALLBACK = "synthetic:pack:24 numa:1 core:16 pu:1"  # the same shape, when shared/ is absent
+BIG_MACHINE = catalogue.VALIDATION_BIG
 AGREEMENT = ["fib", "skynet", "uts", "nqueens", "mergesort"]
 SCALING = ["fib", "skynet", "uts"]
 BAR = 0.15
@@ -222,7 +222,7 @@ def main() -> int:
     reps = 2 if args.quick else args.repetitions
     size = "small" if args.quick else "default"
     cpu_counts = [1, 2, 4, 8, 16, 32, 64] + ([] if args.quick else [128, 256])
-    topology = f"xml:{BIG_MACHINE}" if BIG_MACHINE.exists() else BIG_FALLBACK
+    topology = catalogue.machine_spec(BIG_MACHINE)
     virt = explib.virtualization()
     machine = explib.machine_kind(virt)
     progress = explib.Progress(len(AGREEMENT) * 2 + len(SCALING) * len(cpu_counts) + reps)

@@ -205,8 +205,9 @@ TEST_CASE("go_on starts a goroutine on its node, and this_g::node and home_node 
   }, cfg);
 
   // A memory-only node runs nothing.
-  fs::path knl = fs::path(NUGO_SHARED_DIR) / "topologies" / "knl-snc4-hybrid-mcdram-memory-nodes.xml";
-  if (fs::exists(knl)) {
+  fs::path knl = fs::path(NUGO_MACHINES_DIR) / "knl-snc4-hybrid-mcdram-memory-nodes.xml";
+  REQUIRE(fs::exists(knl));
+  {
     cfg.topology = "xml:" + knl.string();
     cfg.procs = 4;
     nugo::run([&] {
@@ -426,13 +427,11 @@ void record(const nugo::detail::P* thief, const nugo::detail::Domain* d, const n
 }  // namespace
 
 TEST_CASE("steal order on the real thieves: own node first, then nearer nodes, ties shuffled", "[numa]") {
-  fs::path xml = fs::path(NUGO_SHARED_DIR) / "topologies" / "intel-irregular-groups-64pu.xml";
-  if (!fs::exists(xml)) {
-    WARN("no shared/topologies: using a synthetic machine, whose distances are all equal");
-  }
+  fs::path xml = fs::path(NUGO_MACHINES_DIR) / "intel-irregular-groups-64pu.xml";
+  REQUIRE(fs::exists(xml));
   nugo::Config cfg;
-  cfg.topology = fs::exists(xml) ? "xml:" + xml.string() : std::string(kFourNodes);
-  cfg.procs = fs::exists(xml) ? 16 : 8;  // 2 Ps per node
+  cfg.topology = "xml:" + xml.string();
+  cfg.procs = 16;  // 2 Ps per node
   cfg.mode = Mode::numa;
   searches.clear();
   // Distance from each domain to each other, read from the runtime's own plan.

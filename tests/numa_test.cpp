@@ -37,7 +37,7 @@ std::vector<std::string> topology_specs() {
       "synthetic:pack:8 numa:1 core:2 pu:2",   // 8 nodes
       "synthetic:pack:1 core:8 pu:2",          // one node
   };
-  const fs::path dir = fs::path(NUGO_SHARED_DIR) / "topologies";
+  const fs::path dir = NUGO_MACHINES_DIR;
   if (fs::is_directory(dir))
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".xml") specs.push_back("xml:" + e.path().string());

@@ -1,8 +1,8 @@
-// Tests for topology/: discovery of this machine, the reference machines in shared/topologies
-// (when the clone has shared/ beside it), synthetic topologies, errors, and P placement.
+// Tests for topology/: discovery of this machine, the real machines in topology/machines,
+// synthetic topologies, errors, and P placement.
 //
-// Compile definitions: NUGO_SHARED_DIR (the shared/ directory; may be absent) and, optionally,
-// NUGO_TOPO_BIN (path of the nugo-topo binary, to test the tool).
+// Compile definitions: NUGO_MACHINES_DIR (topology/machines) and, optionally, NUGO_TOPO_BIN
+// (path of the nugo-topo binary, to test the tool).
 
 #include <nugo/topology.hpp>
 
@@ -33,14 +33,11 @@ namespace {
 
 const char* const kTwoNodes = "synthetic:pack:2 numa:1 core:4 pu:2";
 
-// The reference XMLs, or nullopt (with a warning) in a clone that has no shared/ beside it.
+// The real machines' XMLs (topology/machines), part of every clone.
 std::optional<fs::path> shared_topologies() {
-#ifdef NUGO_SHARED_DIR
-    const fs::path dir = fs::path(NUGO_SHARED_DIR) / "topologies";
-    if (fs::is_directory(dir)) return dir;
-#endif
-    WARN("../shared/topologies is absent: reference-machine checks skipped");
-    return std::nullopt;
+    const fs::path dir = NUGO_MACHINES_DIR;
+    if (!fs::is_directory(dir)) FAIL("the machines' folder " << dir << " is missing");
+    return dir;
 }
 
 std::optional<Topology> load_shared(const std::string& file) {
@@ -349,7 +346,7 @@ TEST_CASE("every reference machine loads with its shape", "[topology][shared]") 
         for (int pu = 0; pu < t.pu_count(); ++pu)
             CHECK(std::binary_search(t.real_cpus.begin(), t.real_cpus.end(), t.real_cpu(pu)));
     }
-    // Files added to shared/ later must load too.
+    // Files added to topology/machines later must load too.
     for (const fs::directory_entry& entry : fs::directory_iterator(*dir))
         if (entry.path().extension() == ".xml") {
             INFO(entry.path());

@@ -1,0 +1,75 @@
+"""The pipeline's constants, each defined once: the machines it emulates and runs in virtual
+time, the runtime's statistics counters and the locality targets. Every runner and tool
+imports them from here (sweep.py, numa.py, numa_policies.py, virtual.py, plot.py, stats.py).
+
+Machines are the real machines' hwloc XML files in topology/machines/ (its README gives their
+provenance and distances). There is no synthetic stand-in: a file that is missing is an error
+that names it (machine_spec), never a substitute shape.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MACHINES_DIR = ROOT / "topology" / "machines"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A named machine of the pipeline."""
+    name: str
+    file: str                          # in topology/machines/
+    procs: tuple[int, ...] | None = None  # fixed P counts; None: the profile's
+    timings_reported: bool = True      # False: run for its locality counters only
+    virtual: bool = False              # run in virtual time, one P per PU
+
+
+# The sweep's emulated machines (sweep.py --topology 2node,4node,24node).
+EMULATED = {
+    "2node": Machine("2node", "xeon-2socket-2node-24pu.xml"),
+    "4node": Machine("4node", "xeon-4socket-4node-96pu.xml"),
+    # 48 Ps folded onto this machine's CPUs measure nothing: counters only.
+    "24node": Machine("24node", "em64t-24node-384pu.xml", (48,), timings_reported=False),
+}
+# The virtual set (sweep.py --topology virtual), each at one P per PU in virtual time.
+VIRTUAL = {
+    "v2x16": Machine("v2x16", "xeon-2socket-2node-32pu.xml", virtual=True),
+    "v4x24": Machine("v4x24", "xeon-4socket-4node-96pu.xml", virtual=True),
+    "v24x16": Machine("v24x16", "em64t-24node-384pu.xml", virtual=True),
+}
+# The locality runs of numa.py: two Ps per node, so that a node's Ps can rob each other before
+# anyone robs across nodes: (machine file, NUGO_PROCS).
+LOCALITY = [("xeon-2socket-2node-24pu.xml", 4), ("xeon-4socket-4node-96pu.xml", 8)]
+# numa_policies.py --virtual: the policies on the virtual set's 2- and 4-socket machines.
+POLICIES_VIRTUAL = [("v2x16", 32), ("v4x24", 96)]
+# virtual.py's large machine: the 24-node em64t, flat mode.
+VALIDATION_BIG = "em64t-24node-384pu.xml"
+
+
+class MissingMachine(Exception):
+    """A machine file the pipeline needs is not in topology/machines/."""
+
+
+def machine_path(file: str) -> Path:
+    path = MACHINES_DIR / file
+    if not path.is_file():
+        raise MissingMachine(f"the machine file {path} is missing (topology/machines/README.md); "
+                             "a clone of the repository has it: nothing is substituted for it")
+    return path
+
+
+def machine_spec(file: str) -> str:
+    """NUGO_TOPOLOGY for one of topology/machines/'s files."""
+    return f"xml:{machine_path(file)}"
+
+
+# The counters of the runtime's statistics (NUGO_STATS; nugo/stats.hpp), in the order of
+# kCounterKeys (core/src/obs/stats.hpp): integers in "totals", in every entry of "nodes" (with
+# "node", the OS node number) and of "ps". tests/catalogue_test.py checks the two lists agree.
+STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node", "steals_remote",
+                  "moved_same_node", "moved_remote", "globrunq_own", "globrunq_remote",
+                  "wakeups_cross_node", "preemptions", "idle_ns", "placed", "placed_remote"]
+
+# NUMA mode's locality targets, judged where the Ps are not folded (real or virtual machines):
+# at least this share of goroutine runs on their home node, and at most this many goroutines
+# moved across nodes per one that flat mode moves.
+LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
