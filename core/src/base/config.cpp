@@ -153,20 +153,14 @@ void parse_debug(const char* v, Config& cfg) {
 bool parse_duration(const char* v, std::chrono::nanoseconds* out);
 
 // A comma-separated list of names (NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS): empty items are
-// skipped, as NUGO_DEBUG's; no spaces.
+// skipped, as NUGO_DEBUG's; no spaces, no '='.
 std::vector<std::string> parse_names(const char* var, const char* v) {
   std::vector<std::string> names;
-  std::string text(v);
-  for (std::size_t start = 0; start <= text.size();) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
-    start = end + 1;
-    if (item.empty()) continue;
-    if (item.find_first_of(" \t") != std::string::npos)
-      bad(var, v, "expected comma-separated names without spaces");
+  for_each_setting(v, [&](const std::string& item, const std::string&, const std::string&) {
+    if (item.find_first_of(" \t=") != std::string::npos)
+      bad(var, v, "expected comma-separated names without spaces or '='");
     names.push_back(item);
-  }
+  });
   return names;
 }
 

@@ -69,9 +69,9 @@ void preemptone(P* pp) {
 // A preemption not yet taken is signalled again every 20 us while the signal can be sent:
 // the G is in code that is not preemptible (a library, preempt.cpp), and each signal is a
 // chance to find it back in the program's own code. A G that loops over a library call
-// spends nearly all its time inside it (libc's memcpy of 256 KiB at a time: 99.9%), so the
-// chances have to come often: doubling the wait up to half a slice instead made such a G keep
-// its P for seconds (preempt_latency/library_hog at 10 ms: p50 7.5 s against 34 ms). Without
+// spends nearly all its time inside it (libc's memcpy of 256 KiB at a time), so the chances
+// have to come often: doubling the wait up to half a slice instead made such a G keep its P
+// for seconds rather than tens of milliseconds (preempt_latency/library_hog). Without
 // the signal (asyncpreemptoff) there is nothing to repeat: the request waits in pp->preempt
 // for the G's next scheduling point, no retry shortens sysmon's sleep, and sysmon costs what
 // Go's does.
