@@ -627,9 +627,20 @@ namespace preempt {
 // The unlock of a thread's last lock, after the signal declined because of it: yield now,
 // unless the unlock was called from code that is not preemptible (a library may hold state of
 // its own we cannot see; the signal will come again).
-void deferred(std::uintptr_t caller_pc) {
-  thread_locks.preempt_deferred = false;
-  if (!in_preemptible_text(caller_pc)) return;
+//
+// It is called from the unlock's interposer, under whatever called the unlock: a library's
+// frames may be below it. So, in the no-preemption section, it counts itself as a lock of the
+// thread until it knows the caller is the program's: a signal landing in the check (code
+// outside the section, at -O0 even std::atomic's loads) must not move the goroutine to another
+// thread in the middle of the library's call (that deadlocks LevelDB's writer queue and
+// corrupts jemalloc's thread cache).
+NUGO_NOPREEMPT void deferred(std::uintptr_t caller_pc) {
+  ThreadLocks& tl = thread_locks;
+  ++tl.held;
+  tl.preempt_deferred = false;
+  const bool program = in_preemptible_text(caller_pc);
+  --tl.held;
+  if (!program) return;
   vtime::checkpoint();
   nugo::preempt_point();
 }
