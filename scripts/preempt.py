@@ -295,7 +295,7 @@ def report(args, exe: Path, rounds: int) -> int:
               "Go other threads | targets |", "|---|---|---|---|---|---|---|---|"]
     go_other_10ms = statistics.median(go_others["on"]) if go_binary else None
     # Without the signal sysmon has nothing to repeat (sysmon.cpp): beside the loop it should
-    # cost no more than Go's, at most 1% of a core (issue 42).
+    # cost no more than Go's: at most 1% of a core.
     off = OVERHEAD_CONFIGS[0]
     med_off = statistics.median(others[off])
     verdicts["sysmon off"] = med_off <= 0.01

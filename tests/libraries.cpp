@@ -24,7 +24,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nugo/nugo.hpp>
 #include <string>
 #include <string_view>
