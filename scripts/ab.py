@@ -11,7 +11,7 @@ same for nugo-preempt-bench's latency benchmarks. Writes OUT_DIR/ab.md (median, 
 rounds, after/before ratio per benchmark and metric) and OUT_DIR/ab.json (every sample, the
 commands, the settings). A ratio below 1 is an improvement for times and latencies.
 
-How issue 14's table was made (Release builds of the commit before and after):
+For example, to compare a change against the commit before it (Release builds of both):
   scripts/ab.py /tmp/before/build build-release results/ab
 
 Exit status: 0 when both sides ran, 1 when a run failed or timed out, 2 on bad usage.

@@ -14,15 +14,15 @@ Ps unless said otherwise):
   fanout_100k        <= 0.3x Go's time, and peak RSS <= Go's
   skynet             <= 0.3x Go's time, and peak RSS <= Go's
   chan_sync, chan_prod_cons0                         <= 0.5x Go's time
-  chan_prod_cons100  <= 0.6x Go's time (issue 14: a buffered op should cost
-                     little more than a ring buffer under a lock)
-  mutex_*/procs:2    <= 1x Go's time (issue 14)
+  chan_prod_cons100  <= 0.6x Go's time (a buffered op should cost little
+                     more than a ring buffer under a lock)
+  mutex_*/procs:2    <= 1x Go's time
   ping_pong_hog      <= 1x Go's time (procs:1 only)
-  timer_wake         p99 wake delay <= 0.5x Go's (procs:2 only). Issue 14
-                     retired the absolute targets (p99 <= 2 ms, <= 1 core):
-                     starting 100,000 goroutines that each set a 10 ms timer
-                     costs more than 10 ms of CPU on 2 vCPUs, so no runtime
-                     can meet them there; cpu_cores is reported beside Go's
+  timer_wake         p99 wake delay <= 0.5x Go's (procs:2 only). No absolute
+                     target (such as p99 <= 2 ms, <= 1 core): starting
+                     100,000 goroutines that each set a 10 ms timer costs
+                     more than 10 ms of CPU on 2 vCPUs, so no runtime could
+                     meet one there; cpu_cores is reported beside Go's
   select_*, mutex_*/procs:1, timer_churn: for information, no target
 
     micro.py --build-dir BUILD --out OUT --render
@@ -40,9 +40,9 @@ another benchmark's (and a timer_wake round must not share the process with
 another benchmark's leftovers). Boost.Fiber's skynet takes about a minute and
 10 GiB per procs:1 run, so --quick leaves it out.
 
-The six benchmarks of the first issue (raw_switch, yield_ping, create_and_run,
-fanout_100k) must be in nugo-bench. The later ones land in stages: a name
-nugo-bench does not have yet shows as "-" with verdict n/a.
+The six required benchmarks (raw_switch, yield_ping, create_and_run,
+fanout_100k) must be in nugo-bench. The others are optional: a name
+nugo-bench does not have shows as "-" with verdict n/a.
 
 Exit status: 0 when every benchmark ran (a missed target is a MISS row, not a
 failure), 1 when a benchmark binary or the Go build failed, or nugo-bench
@@ -280,7 +280,7 @@ def write_results(out: Path, settings: Settings, commands: list[str],
 
 
 def optional_nugo_names() -> list[str]:
-    """The benchmarks added after the first issue, which nugo-bench may lack."""
+    """The benchmarks beyond the six required ones, which nugo-bench may lack."""
     return [*SKYNET, *(f"{family}/{p}" for family in [*CHANNEL_FAMILIES, *INFO_FAMILIES]
                        for p in PROCS),
             PING_PONG_HOG, *TIMER_CHURN, TIMER_WAKE]

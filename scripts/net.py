@@ -16,8 +16,8 @@ does much more per request). Load: wrk (Debian package) on loopback, 2 threads.
   echo          100 connections x 2000 round trips of 64 bytes, each client against
                 its own server: round trips/s.
 
-Targets, checked in the same run, at both loads: against httpraw (issue 14),
-nugo's requests/s >= 1.2x and p99 <= httpraw's; against net/http (issue 5),
+Targets, checked in the same run, at both loads: against httpraw (the same work
+per request), nugo's requests/s >= 1.2x and p99 <= httpraw's; against net/http,
 requests/s >= 1.0x and p99 <= net/http's. Every subprocess has a timeout, and a
 server that does not say where it listens within 30 s is a failure. Writes DIR/net.md
 and net.json (with the settings and commands). Exit status: 0 when everything ran

@@ -48,7 +48,7 @@ import catalogue  # noqa: E402
 import explib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-# The list is yield, create-and-run, channel ping-pong (chan_sync), skynet and
+# The list is yield, create-and-run, channel ping-pong (chan_sync), skynet and
 # fork-join fib. yield_ping exists only at procs:1, where both modes build the same single
 # domain, so its ratio could only measure noise: it is left out.
 BENCHMARKS = ["create_and_run/procs:2", "chan_sync/procs:2", "chan_prod_cons0/procs:2",

@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import explib  # noqa: E402
+import results_md  # noqa: E402
 
 import matplotlib  # noqa: E402
 
@@ -47,8 +48,8 @@ PEER_STYLE = {"go": ("Go 1.19", "tab:gray"), "tbb": ("oneTBB", "tab:green"), "om
 KINDS = ("compute", "memory", "communication")
 # Published 2-socket remote/local DRAM latency (../shared/reference/numa-and-peers.md: Intel
 # MLC on Cascade Lake 1.74x, Ice Lake 1.60x), beside the latency model's factor. (No band of
-# "published speedups" is drawn: it joined "up to" maxima of papers with different machines
-# and baselines, issue 25.)
+# "published speedups" is drawn: it would join "up to" maxima of papers with different
+# machines and baselines.)
 PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
 SIM = "$\\sim$"  # a ratio whose two medians' intervals overlap: no difference
 
@@ -1081,10 +1082,11 @@ def main() -> int:
             plt.close("all")
             failed.append(f"{figure.__name__}: {type(e).__name__}: {e}")
     p.write_generated()
+    results_md.write(p.generated)  # the same numbers as Markdown, for the README's readers
     print(f"{PROG}: {len(p.made)} figures in {p.figures}: {', '.join(p.made)}")
     for m in p.missing:
         print(f"{PROG}: left out: {m}")
-    print(f"{PROG}: {len(p.numbers)} numbers in {p.generated / 'numbers.tex'}")
+    print(f"{PROG}: {len(p.numbers)} numbers in {p.generated / 'numbers.tex'}, as Markdown in {p.generated / 'results.md'}")
     for f in failed:
         print(f"{PROG}: FAILED: {f}", file=sys.stderr)
     return 1 if failed else 0

@@ -10,7 +10,7 @@ only, built once into BUILD/go-preempt.test), and writes OUT_DIR/preempt.md
 and preempt.json; then preemption's cost on whole programs (below), into
 OUT_DIR/workloads.md and workloads.json.
 
-Targets (issues 4 and 14), checked in the same run:
+Targets, checked in the same run:
   preempt_latency   p99 wake delay <= 1.2x the configured slice, every slice
   preempt_overhead  median throughput loss against asyncpreemptoff <= 1% at 1 ms
   sysmon cost       other threads' CPU while a goroutine runs without blocking:

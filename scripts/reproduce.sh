@@ -259,9 +259,9 @@ fi
 
 if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
   mkdir -p paper/figures paper/generated
-  rm -f paper/figures/*.png paper/generated/*.tex paper/paper.pdf  # nothing stale stays
+  rm -f paper/figures/*.png paper/generated/*.tex paper/generated/results.md paper/paper.pdf  # nothing stale stays
   cp "$out"/figures/*.png paper/figures/ 2>/dev/null || true
-  cp "$out"/generated/*.tex paper/generated/
+  cp "$out"/generated/*.tex "$out"/generated/results.md paper/generated/
   if [ -f "$out/paper/paper.pdf" ]; then cp "$out/paper/paper.pdf" paper/paper.pdf; fi
   echo "reproduce.sh: published the figures and numbers to paper/figures/ and paper/generated/"
 fi
@@ -270,7 +270,7 @@ echo
 echo "=== reproduce.sh: done in $(( ($(date +%s) - started) / 60 ))m$(( ($(date +%s) - started) % 60 ))s ==="
 [ -f "$out/sweep.md" ] && sed -n '3,200p' "$out/sweep.md"
 echo
-echo "results: $out (results.csv, machine.json, sweep.md, figures/, generated/numbers.tex, logs/)"
+echo "results: $out (results.csv, machine.json, sweep.md, figures/, generated/results.md, generated/numbers.tex, logs/)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "reproduce.sh: FAILED: ${failed[*]} (see $out/reproduce.log)" >&2
   finish 1

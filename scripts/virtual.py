@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Virtual time's validation (issue 30; core/src/base/README.md, "Virtual time").
+"""Virtual time's validation (core/src/base/README.md, "Virtual time").
 
 usage: scripts/virtual.py --build-dir BUILD --out OUT [--quick] [--repetitions N]
 
@@ -10,7 +10,7 @@ build-virtual), whose experiments/nugo-workload runs in virtual time when NUGO_V
    topology, in real time and in virtual time, the runs interleaved (real, virtual, real, ...)
    so that the machine's state is shared: the medians of seconds with their 95% intervals,
    the ratio virtual/real with its interval, and the counters (runs, steals) of each. The
-   issue's bar is 15%: a ratio whose interval lies inside [0.85, 1.15] meets it, one whose
+   bar is 15%: a ratio whose interval lies inside [0.85, 1.15] meets it, one whose
    interval lies outside misses it, and one whose interval straddles a bound is inside the noise.
 2. Fork-join on many virtual CPUs: fib, skynet and uts at 1 to 256 virtual CPUs of a 384-PU,
    24-node machine (topology/machines/em64t-24node-384pu.xml, flat mode, so that only the

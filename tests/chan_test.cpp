@@ -398,7 +398,7 @@ TEST_CASE("a blocking receive from a plain thread is refused and leaves the chan
   }, cfg);
 }
 
-// Issue 9.6: Go's "makechan: size out of range".
+// Go's "makechan: size out of range".
 TEST_CASE("a channel whose buffer size overflows or cannot exist is refused", "[sched][chan]") {
   nugo::run([] {
     CHECK_THROWS_AS(nugo::Chan<std::uint64_t>((std::size_t{1} << 61) + 1), std::length_error);
@@ -410,7 +410,7 @@ TEST_CASE("a channel whose buffer size overflows or cannot exist is refused", "[
   });
 }
 
-// Issue 15: select_value returns the chosen handler's result as the handlers' common type.
+// select_value returns the chosen handler's result as the handlers' common type.
 TEST_CASE("select_value returns the value of the chosen receive case", "[sched][chan]") {
   nugo::run([] {
     nugo::Chan<int> a(1), never = nugo::Chan<int>::nil();

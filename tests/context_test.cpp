@@ -1,4 +1,4 @@
-// The library as a C++ program uses it (issue 15): nugo::Context after Go's context package
+// The library as a C++ program uses it: nugo::Context after Go's context package
 // tests (context_test.go: cancellation, propagation to children, deadlines), its bridge to
 // std::stop_token, num_goroutines, and WaitGroup::wait on a plain thread. Run at NUGO_PROCS
 // 1, 2 and 8 like every scheduler test.

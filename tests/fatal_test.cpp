@@ -162,6 +162,12 @@ TEST_CASE("a deadlock report folds goroutines parked at the same place, and says
   // One entry per place, not a line per goroutine; no runtime internals.
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') < 40);
   CHECK(r.output.find("nugo::detail") == std::string::npos);
+  // No frame of the runtime's own files (chan.cpp, proc.cpp, ... inlined into the program's
+  // frames): every file a line names is the program's.
+  for (size_t at = r.output.find(".cpp:"); at != std::string::npos; at = r.output.find(".cpp:", at + 1)) {
+    size_t start = r.output.find_last_of(" /(", at) + 1;
+    CHECK(r.output.substr(start, at + 4 - start) == "child.cpp");
+  }
 }
 
 // What a program built without -g gets (a user's Release build, with a Release or a -g
@@ -269,7 +275,7 @@ TEST_CASE("NUGO_DEBUG=deadlock=0 turns the report off, and bad settings are name
   CHECK(r.output.find("deadlok=0") != std::string::npos);
 }
 
-// Issue 9.7: one P per PU, but never more than Config::kMaxProcs, as Go caps GOMAXPROCS.
+// One P per PU, but never more than Config::kMaxProcs, as Go caps GOMAXPROCS.
 TEST_CASE("the P count is capped at Config::kMaxProcs on a topology with more PUs", "[fatal]") {
   nugo::Config cfg;
   cfg.topology = "synthetic:pack:2 core:512 pu:2";  // 2,048 PUs

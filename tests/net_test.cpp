@@ -254,7 +254,7 @@ TEST_CASE("a write deadline fires while the peer does not read") {
   });
 }
 
-// Issue 9.6: as Go's pollDesc.prepare, a call whose deadline has passed fails with a
+// As Go's pollDesc.prepare, a call whose deadline has passed fails with a
 // timeout without touching the socket, even when the socket could do it at once.
 TEST_CASE("reads, writes and accepts with a deadline in the past fail at once with a timeout") {
   for (int procs : {1, 2}) {

@@ -13,7 +13,8 @@
 // A sample taken while the goroutine moved to another node (a preemption in between; under
 // TCG slices end quickly) is not counted; a check that cannot apply here says SKIP. The stack
 // and memory checks run beside a thread that maps and touches default-policy memory, as malloc
-// and new threads do, which is what once put a bound block's pages on another node (issue 24).
+// and new threads do, which puts a bound block's pages on another node unless the block is
+// bound before it can be touched (numa/src/alloc.cpp).
 // Nothing here is timed: under TCG the guest's clock says nothing about speed.
 #include <numaif.h>
 #include <sched.h>
@@ -329,8 +330,9 @@ void check_memory() {
   // Throughout, a plain thread maps and touches memory of the default policy, as malloc and
   // pthread stacks do: with transparent huge pages on (Debian's kernel: always), such a
   // mapping merges with a neighbouring one not yet bound, and its first touch can fault in a
-  // huge page that covers the neighbour, on the toucher's node (issue 24: 4 of 400 calls of
-  // alloc_local in the 2-node guest had 1 MiB of pages on node 0 under a binding to node 1).
+  // huge page that covers the neighbour, on the toucher's node (with blocks bound only after
+  // mmap, 4 of 400 calls of alloc_local in the 2-node guest had 1 MiB of pages on node 0
+  // under a binding to node 1).
   NeighbourStorm storm(node_cpus.begin()->first);
   std::vector<std::string> bad;
   std::string detail;

@@ -1,4 +1,4 @@
-// NUMA mode, second part (issue 10): the statistics and their exactness, home nodes and
+// NUMA mode beyond the plan (numa_test.cpp): the statistics and their exactness, home nodes and
 // go_on, the policies of NUGO_NUMA (ready, adopt, remote_take, remote_delay), and the steal
 // order observed on the real stealing code (steal_probe), not on a re-implementation of it.
 #include <algorithm>

@@ -1,7 +1,7 @@
-// NUMA mode (issue 10, first part): the domain plan on every reference topology and on
-// synthetic ones, the runtime built from it, stealing across domains, deadlock detection
-// across domains, and bad input. The whole scheduler suite also runs in NUMA mode on emulated
-// 2- and 4-node machines (tests/CMakeLists.txt).
+// NUMA mode (its statistics and policies are numa_policy_test.cpp's): the domain plan on every
+// reference topology and on synthetic ones, the runtime built from it, stealing across domains,
+// deadlock detection across domains, and bad input. The whole scheduler suite also runs in NUMA
+// mode on emulated 2- and 4-node machines (tests/CMakeLists.txt).
 #include <sched.h>
 #include <sys/resource.h>
 
@@ -216,6 +216,9 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
           REQUIRE(plan.policy.remote_delay_ns == (numa ? 50'000 : 0));
           REQUIRE(plan.policy.go_on_queued == numa);
           REQUIRE(plan.policy.steal_flat == numa);
+          // ... and the statistics' words for it are the setting's (numa::setting).
+          REQUIRE(to_string(nugo::numa::setting(plan.policy)) ==
+                  (numa ? to_string(cfg.numa) : to_string(nugo::NumaPolicy{})));
           REQUIRE(plan.policy.remote_take ==
                   (numa ? nugo::NumaPolicy::Take::one : nugo::NumaPolicy::Take::half));
         }
@@ -310,9 +313,8 @@ TEST_CASE("goroutines queued on one node are stolen by the idle Ps of another", 
   CHECK(ran_on[1].load() > 0);  // only by stealing across domains: all were queued on node 0's P
 }
 
-// Review of issue 10: a remote thief never takes a runnext, so a spinner must not count a busy
-// remote P's runnext as work to re-check, or it retakes its P and spins for as long as that
-// P computes.
+// A remote thief never takes a runnext, so a spinner must not count a busy remote P's runnext
+// as work to re-check, or it retakes its P and spins for as long as that P computes.
 TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a runnext", "[numa]") {
   // CPU used while one goroutine computes for 300 ms on one of 2 Ps with a runnext waiting,
   // in each mode. sysmon's own cost is the same in both (it retries the preemption, which is
@@ -348,9 +350,8 @@ TEST_CASE("no spinner burns a CPU while a busy P on another node holds only a ru
   double numa = cpu_while_computing(Mode::numa, false);
   INFO("cpu over 0.3 s: flat " << flat << " s, numa " << numa << " s");
   CHECK(numa < flat + 0.15);  // a spinning thread would add ~0.3 s
-  // Review of issue 10, second part: the same for a go_on goroutine waiting for the busy P of
-  // its node, which no other node may take (an earlier design let thieves take it and send it
-  // back, and their re-check spun on it).
+  // The same for a go_on goroutine waiting for the busy P of its node, which no other node may
+  // take (were thieves to take it and send it back, their re-check would spin on it).
   double pinned = cpu_while_computing(Mode::numa, true);
   INFO("numa, go_on to the busy node: " << pinned << " s");
   CHECK(pinned < flat + 0.15);

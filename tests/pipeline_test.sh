@@ -98,6 +98,14 @@ PY
     $py "$root/scripts/paper_check.py" --numbers "$work/generated/numbers.tex" || fail "paper_check.py failed"
     grep -q '\\newcommand{\\tableVirtual}' "$work/generated/tables.tex" || fail "tables.tex has no virtual table"
     grep -q '\\newcommand{\\tablePeers}' "$work/generated/tables.tex" || fail "tables.tex has no peers table"
+    # results.md: the same numbers as Markdown, each figure it shows drawn, the tables in it.
+    md=$work/generated/results.md
+    grep -qF '| sweep runs |' "$md" && grep -qF '`\numSweepRuns`' "$md" || fail "results.md lacks the sweep's runs"
+    grep -q '^| workload | v2x16' "$md" || fail "results.md lacks the virtual table"
+    for f in $(grep -o '(../figures/[a-z-]*\.png)' "$md" | tr -d '()'); do
+      [ -f "$work/generated/$f" ] || fail "results.md shows $f, which plot.py did not draw"
+    done
+    [ "$(grep -c '^!\[' "$md")" -eq 14 ] || fail "results.md does not show the 14 figures"
     # A run in which no experiment but an empty sweep ran still defines every macro the paper
     # uses (as n/a), so that the paper builds from any results directory.
     empty=$work/empty-run

@@ -759,9 +759,10 @@ TEST_CASE("a goroutine in the global queue runs beside a chain of preempted goro
           "keeps runnext full", "[preempt][sched]") {
   // Each link spawns the next (into runnext) and then computes until it is preempted, so the
   // local queue never runs dry and schedtick moves only by preemptions. The global queue's
-  // 1-in-61 turn is then the only way for X, queued there by a plain thread, to run. (A first
-  // version of issue 14's tick skip switched that turn off for good here.) 10 s is a bound
-  // for a hang, not a timing: X is expected after about 61 slices of 1 ms.
+  // 1-in-61 turn is then the only way for X, queued there by a plain thread, to run. (Skipping
+  // the tick after every preemption would switch that turn off for good here; proc.cpp,
+  // new_slice_after_preemption.) 10 s is a bound for a hang, not a timing: X is expected after
+  // about 61 slices of 1 ms.
   static constexpr auto kGiveUp = 10s;
   nugo::run(
       [] {

@@ -327,7 +327,7 @@ TEST_CASE("closing a timer's channel does not break the scheduler", "[sched][tim
   });
 }
 
-// Issue 9.4: deadlines saturate instead of overflowing. Each goroutine below must still be
+// Deadlines saturate instead of overflowing. Each goroutine below must still be
 // asleep 300 ms later; it is abandoned when run() returns, as Go abandons it at exit.
 TEST_CASE("durations too long to represent wait forever, and zero and negative return at once",
           "[sched][time]") {
@@ -372,7 +372,7 @@ TEST_CASE("durations too long to represent wait forever, and zero and negative r
   });
 }
 
-// Issue 9.5: another P pops the timer while stop() runs; stop() must wait for the firing,
+// Another P pops the timer while stop() runs; stop() must wait for the firing,
 // so that nothing arrives after stop() has returned and the channel has been drained.
 TEST_CASE("a stopped and drained Ticker never ticks again, and Timer::stop false means a value came",
           "[sched][time]") {

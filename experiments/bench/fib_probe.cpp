@@ -11,10 +11,11 @@
 //   - fib(27) once per round: the sweep's tree;
 //   - fib(10) repeated to about as many goroutines: the same code with a live set that fits
 //     the caches.
-// The difference per goroutine is what the live set costs (issue 29's note, README
-// "Against the C++ runtimes"). Each measurement then counts its peak of live goroutines in an
-// untimed run of a copy of fib with a shared counter, whose atomics would distort the timing
-// at 2 Ps. Prints one JSON line per round, and the medians.
+// The difference per goroutine is what the live set costs (the fork-join rows of
+// paper/generated/results.md, "nugo against Go and the C++ peers"). Each measurement then
+// counts its peak of live goroutines in an untimed run of a copy of fib with a shared counter,
+// whose atomics would distort the timing at 2 Ps. Prints one JSON line per round, and the
+// medians.
 #include <nugo/nugo.hpp>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // nugo-floor: what this machine charges for the parts no scheduler can avoid, so that the
-// runtime's costs per operation can be set against them (issue 14):
+// runtime's costs per operation can be set against them:
 //   xchg_ns, cmpxchg_ns   one uncontended atomic read-modify-write (a tight loop of them)
 //   signal_us             what one signal sent by another thread (tgkill) costs a thread
 //                         that computes: its loss per signal, at 1,000 and 5,000 a second,

@@ -150,8 +150,8 @@ double others_cpu_ns(const std::vector<std::pair<int, double>>& before,
   return total - busiest;
 }
 
-// noipa, not just noinline: GCC proved the function pure and called it once for the whole
-// benchmark loop, which then measured nothing (the "0.000 ns/iter" of issue 14).
+// noipa, not just noinline: with noinline alone GCC proves the function pure and calls it
+// once for the whole benchmark loop, which then measures nothing ("0.000 ns/iter").
 __attribute__((noipa)) std::uint64_t compute(std::uint64_t iters) {
   std::uint64_t x = 88172645463325252ull;
   for (std::uint64_t i = 0; i < iters; ++i) {  // xorshift: no calls, no memory

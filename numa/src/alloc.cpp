@@ -34,12 +34,12 @@
 // is not enough: a fresh read-write mapping of the default policy merges with a neighbouring
 // one of the same flags (malloc's, a new thread's stack), and with transparent huge pages on
 // ("always" in Debian's kernel) the neighbour's first touch can fault in a 2 MiB page that
-// covers our range too, on the toucher's node. Under a node-1
-// binding we then found every page of a 1 MiB block on node 0 (issue 24: about 1 call in 100
-// in the 2-node guest with a thread mapping and touching beside it). So ranges are reserved
-// PROT_NONE (merging with no read-write neighbour, and not faultable), bound, and only then
-// made read-write; by then they have a policy of their own and merge only with neighbours of
-// the same policy. The stack pool does the same (core/src/sched/stack.cpp).
+// covers our range too, on the toucher's node. Under a node-1 binding every page of a 1 MiB
+// block can then be on node 0 (about 1 call in 100 in the 2-node guest with a thread mapping
+// and touching beside it). So ranges are reserved PROT_NONE (merging with no read-write
+// neighbour, and not faultable), bound, and only then made read-write; by then they have a
+// policy of their own and merge only with neighbours of the same policy. The stack pool does
+// the same (core/src/sched/stack.cpp).
 //
 // The view: which nodes exist, which are the nodes of the CPUs, and how to interleave. It is
 // the topology the runtime published (publish_topology) or, when none is, this machine's. An

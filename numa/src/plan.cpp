@@ -132,6 +132,17 @@ void plan_distance_classes(const topo::Topology& t, Plan* plan) {
 
 }  // namespace
 
+NumaPolicy setting(const Policy& policy) {
+  NumaPolicy out;
+  out.ready = policy.ready_home ? NumaPolicy::Ready::home : NumaPolicy::Ready::waker;
+  out.adopt = policy.adopt;
+  out.remote_delay = std::chrono::nanoseconds(policy.remote_delay_ns);
+  out.remote_take = policy.remote_take;
+  out.steal = policy.steal_flat ? NumaPolicy::Steal::flat : NumaPolicy::Steal::nearest;
+  out.go_on = policy.go_on_queued ? NumaPolicy::GoOn::queued : NumaPolicy::GoOn::pinned;
+  return out;
+}
+
 std::vector<std::vector<std::int64_t>> line_costs(const topo::Topology& t, std::int64_t line_ns,
                                                   std::int64_t remote_line_ns) {
   const std::size_t n = t.nodes.size();

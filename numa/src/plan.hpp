@@ -84,6 +84,10 @@ struct Plan {
 // cores first) and every node that got a P is a domain; flat mode is one domain with every P.
 Plan make_plan(const topo::Topology& topology, const Config& cfg);
 
+// The policy a plan runs, in the setting's words (for the statistics: what ran, not what was
+// asked; flat mode's plan runs the defaults, which it never consults).
+NumaPolicy setting(const Policy& policy);
+
 // The cache-line transfer cost between every two nodes of t (index order): line_ns within a
 // node, remote_line_ns at the nearest remote distance of t's matrix, and a farther distance
 // d in proportion to d - 10 (ACPI's local), as the workloads' latency model scales its

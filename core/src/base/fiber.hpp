@@ -8,8 +8,8 @@
 // With Boost 1.74 the jump is our own (switch_amd64.S), in Boost's frame layout, so that
 // Boost's make_fcontext and ontop_fcontext work with it unchanged. It leaves out what Go's
 // gogo leaves out: the floating-point control state (MXCSR, the x87 control word), which Boost
-// saves and loads at every switch and which cost over half of each switch (issue 29's
-// profile). So, as in Go, the floating-point environment belongs to the thread (base/README.md,
+// saves and loads at every switch and which cost over half of each switch in a profile of
+// fork-join. So, as in Go, the floating-point environment belongs to the thread (base/README.md,
 // "The switch"): a goroutine that changes the rounding mode or the exception masks must put
 // them back before it blocks or yields, or the next goroutine on that thread, and the
 // runtime's own code, run with them; MXCSR's sticky exception flags are the thread's too.

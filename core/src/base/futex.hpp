@@ -93,7 +93,7 @@ class NUGO_CAPABILITY("mutex") Lock {
 // sleepers, so unlock is a plain release store instead of Lock's exchange (which must see
 // whether a sleeper wants waking). A channel hand-off takes and releases channel locks four
 // times (both sides' lock, the parked side's unlock on g0), so that is four read-modify-writes
-// fewer per ping-pong round (issue 14; core/README.md, "Channels"). What it gives up: a waiter
+// fewer per ping-pong round (core/README.md, "Channels"). What it gives up: a waiter
 // never sleeps in the kernel. Channel critical sections are a few dozen instructions under
 // NoPreempt, so a waiter spins briefly; if the holder's thread was descheduled by the OS, the
 // waiter yields its CPU, and then sleeps in short naps (lock_slow), so that it never burns a

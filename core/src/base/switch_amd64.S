@@ -17,7 +17,7 @@
 //   [rsp+0x38]  the return address
 //
 // Boost saves MXCSR and the x87 control word at every switch and loads them back: fnstcw alone
-// was 60% of the switch's samples in a profile of fork-join (issue 29). Go's
+// was 60% of the switch's samples in a profile of fork-join. Go's
 // gogo keeps neither: the floating-point environment belongs to the thread, not to the
 // goroutine. A preemption keeps the goroutine's and hands the thread on in the defaults (the
 // signal's path in sched/preempt_amd64.S, the cooperative one in sched/preempt.cpp).

@@ -31,7 +31,8 @@ Stats snapshot(const Sched& s) {
   out.valid = true;
   out.mode = s.plan.mode;
   out.bind = s.plan.bind;
-  out.numa_policy = s.plan.mode == Mode::numa ? to_string(s.cfg.numa) : "";  // flat mode has none
+  // The policy the plan runs, not the one asked for; flat mode has none.
+  out.numa_policy = s.plan.mode == Mode::numa ? to_string(numa::setting(s.plan.policy)) : "";
   out.procs = s.plan.gomaxprocs;
   out.topology_source = s.topology.source;
   out.emulated = s.topology.emulated;

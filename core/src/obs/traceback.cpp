@@ -158,15 +158,31 @@ std::string_view name_part(std::string_view q) {
   return q;
 }
 
+// A file of the runtime's own sources: under one of the folders core/CMakeLists.txt compiled
+// them from (NUGO_RUNTIME_SOURCE_DIRS, relative to the project, ':'-separated), whatever prefix
+// the debug information gives the project's root.
+bool runtime_source(std::string_view file) {
+  std::string_view dirs = NUGO_RUNTIME_SOURCE_DIRS;
+  while (!dirs.empty()) {
+    size_t end = dirs.find(':');
+    std::string_view dir = dirs.substr(0, end);
+    size_t at = file.find(dir);
+    if (at != std::string_view::npos && (at == 0 || file[at - 1] == '/') &&
+        file.find('/', at + dir.size()) == std::string_view::npos)
+      return true;
+    dirs = end == std::string_view::npos ? std::string_view{} : dirs.substr(end + 1);
+  }
+  return false;
+}
+
 // The runtime's own frames: its internals (by name, or by file for inlined frames, which the
 // debug information names without their namespace), its plumbing between run()/go() and the
-// program's function (runtime.hpp), and the capture machinery.
+// program's function (runtime.hpp, syscall.hpp), and the capture machinery.
 bool runtime_frame(const Frame& f) {
   std::string_view q = qualified_name(f);
   return starts_with(q, "nugo::detail::") || starts_with(q, "_Unwind") ||
-         starts_with(q, "backtrace_") || contains(f.file, "/core/src/") ||
-         contains(f.file, "/numa/src/") || contains(f.file, "/nugo/runtime.hpp") ||
-         contains(f.file, "/nugo/syscall.hpp");
+         starts_with(q, "backtrace_") || runtime_source(f.file) ||
+         contains(f.file, "/nugo/runtime.hpp") || contains(f.file, "/nugo/syscall.hpp");
 }
 
 // Without debug information a frame is only its symbol. The runtime's code compiled without

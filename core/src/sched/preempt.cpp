@@ -669,8 +669,8 @@ bool preempt_due(G* gp) {
     }
   }
   // Back to zero, and any request the signal left meanwhile with it: the caller yields now if
-  // due (release_locks would have yielded here too, and the caller then again: the
-  // issue-14 review), and if not, the slice is not over here and sysmon asks again.
+  // due (release_locks would have yielded here too, and the caller then again: two yields
+  // for one request), and if not, the slice is not over here and sysmon asks again.
   std::atomic_signal_fence(std::memory_order_seq_cst);
   gp->locks = 0;
   return due;

@@ -74,9 +74,8 @@ constexpr std::uint32_t kGlobalQueueTick = 61;  // every 61st schedule looks glo
 // once, ahead of the goroutine a timer readied meanwhile: the 2-slice tail of the preemption
 // latency (Go has it too). The rule bounds how long other goroutines wait in those queues;
 // there are none, and the G that just had a whole slice of this P is not waiting. So only
-// then is the tick skipped. With anyone else queued the turn stands, so a chain of preempted
-// goroutines cannot switch the rule off (the issue-14 review found that in a first version,
-// which skipped the turn whenever a preemption landed on it).
+// then is the tick skipped. With anyone else queued the turn stands: skipping it whenever a
+// preemption landed on it would let a chain of preempted goroutines switch the rule off.
 // Whether the G just queued globally is all that d's global and pinned queues hold.
 bool queued_alone(Domain* d) NUGO_REQUIRES(d->lock) { return d->runq.size() == 1 && d->pinned.empty(); }
 
@@ -185,10 +184,10 @@ Next goexit0(M* m, G* gp);
   }
   // The closure is destroyed with the G's preemption count raised. A goroutine stopped half
   // way through its closure's destructors, and then abandoned when main returns, would leave
-  // the teardown a closure it can neither finish nor destroy again (LSan saw the leaked
-  // channel once issue 14's yield at runtime exit made it likely: a Chan's release ending
-  // inside the closure's destructor). invoke is cleared first: a destructor that blocks and
-  // is abandoned there leaks its closure rather than having it destroyed twice.
+  // the teardown a closure it can neither finish nor destroy again (LSan reports the leaked
+  // channel when the yield at runtime exit stops a goroutine in a Chan's release inside the
+  // closure's destructor). invoke is cleared first: a destructor that blocks and is abandoned
+  // there leaks its closure rather than having it destroyed twice.
   acquire_locks(gp);
   gp->invoke = nullptr;
   gp->discard(gp);

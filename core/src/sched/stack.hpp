@@ -77,7 +77,7 @@ class StackPool {
   bool is_guard_address(const void* addr) const;
 
   // Inline: on every first run and every exit, and a Stack returned through memory from an
-  // out-of-line call was a store-forwarding stall in fork-join's profile (issue 29).
+  // out-of-line call was a store-forwarding stall in fork-join's profile.
   static Stack from_free(FreeStack* f, std::size_t stack_size) {
     char* hi = reinterpret_cast<char*>(f) + sizeof(FreeStack);
     return Stack{hi - stack_size, hi, f->guarded, f->pool};

@@ -194,8 +194,8 @@ void sysmon_main() {
     else if (idle > kIdleCyclesBeforeBackoff)
       delay = std::min(delay * 2, kMaxDelayNs);
     // At most half a slice even when every P looks idle right now: a P may start running a
-    // moment later, and only the deep sleep below is woken by acquirep (the issue-14 review:
-    // with preemptions no longer resetting the backoff, this sleep could otherwise be 10 ms).
+    // moment later, and only the deep sleep below is woken by acquirep (preemptions do not
+    // reset the backoff, so without this cap the sleep could be 10 ms).
     std::int64_t now0 = nanotime();
     std::int64_t wake = std::min(now0 + delay, now0 + tick);
     if (!every_p_idle()) wake = std::min(wake, std::max(next_end, now0 + kMinDelayNs));

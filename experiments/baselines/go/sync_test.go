@@ -250,7 +250,7 @@ func BenchmarkTimerChurn(b *testing.B) {
 // all rounds of the run: p50_us and p99_us, the nearest-rank 50th and 99th
 // percentiles of all goroutines' wake delays in microseconds; cpu_cores, the
 // process's CPU time (user + system) over the wall time of steps 2-4 summed
-// over rounds. The target is p99 <= 2 ms with cpu_cores <= 1 at
+// over rounds. The target is p99 <= 2 ms with cpu_cores <= 1 at
 // GOMAXPROCS 2; micro.py runs it with -test.cpu 2 only, in a process of its
 // own.
 func BenchmarkTimerWake(b *testing.B) {
