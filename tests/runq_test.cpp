@@ -25,6 +25,16 @@ struct TestP {
 
 }  // namespace
 
+// Library code finds a goroutine's GHead without seeing G's layout (link.hpp, head()).
+TEST_CASE("head() finds the GHead of a G whose layout library code does not see", "[runq]") {
+  std::vector<G> gs(3);
+  for (G& g : gs) {
+    CHECK(head(&g) == static_cast<GHead*>(&g));
+    head(&g)->locks = 7;
+    CHECK(g.locks == 7);
+  }
+}
+
 TEST_CASE("local run queue is FIFO at every fill level below its capacity", "[runq]") {
   TestP tp;
   std::vector<G> gs(kRunqSize);

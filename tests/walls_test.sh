@@ -5,13 +5,20 @@
 # gets past that; this test allows exactly the relative includes the design has and fails on
 # any other, naming the file and the line.
 #
-#   sched/ headers may include obs/ recording headers (../obs/...)
+#   sched/ headers may include obs/ headers (../obs/...)
 #   lib/ and numa/src/ reach the scheduler through link.hpp alone
-#   obs/ and numa/src/ headers include no scheduler header
+#   obs/ includes no scheduler header; numa/src/ headers include none either
 #
-# usage: tests/walls_test.sh [SOURCE_DIR]
+# Then the closure, with the compiler's own dependency list (-MM): a lib/ file, and numa's
+# allocator, compiled with their room's include path must reach no scheduler header but
+# link.hpp and no obs/ header, through any chain of includes (link.hpp is the seam: what it
+# includes, they see); an obs/ file must reach no scheduler header at all (what obs needs of
+# the scheduler it declares in obs/inspect.hpp, and the scheduler defines).
+#
+# usage: tests/walls_test.sh [SOURCE_DIR [CXX]]
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cxx=${2:-${CXX:-g++}}
 cd "$root"
 status=0
 while IFS= read -r hit; do
@@ -51,6 +58,30 @@ for h in core/src/obs/*.hpp numa/src/*.hpp; do
       status=1
     fi
   done < <(sed -nE 's/^#include "([^"]+)".*/\1/p' "$h")
+done
+# The closure of what library code includes.
+public="-Icore/include -Inuma/include -Itopology/include"
+for f in core/src/lib/*.cpp numa/src/alloc.cpp core/src/obs/*.cpp core/src/obs/*.hpp; do
+  case "$f" in
+    core/src/lib/*) flags="-Icore/src/lib -Icore/src/base $public" ;;
+    numa/src/*) flags="-Inuma/src -Icore/src/base $public" ;;
+    core/src/obs/*) flags="-Icore/src/obs -Icore/src/base $public -DNUGO_BACKTRACE_H=<cstddef>" ;;
+  esac
+  deps=$("$cxx" -std=c++20 -MM $flags "$f" | tr ' \\' '\n\n' | sed '/^$/d' | tail -n +2) ||
+    { echo "walls_test: $cxx -MM $f failed" >&2; status=1; continue; }
+  for d in $deps; do
+    rel=$(realpath --relative-to="$root" "$d")
+    case "$f:$rel" in
+      core/src/obs/*:core/src/sched/*)
+        echo "walls_test: $f sees $rel through its includes: obs declares what it needs of the scheduler in core/src/obs/inspect.hpp and includes no scheduler header" >&2
+        status=1 ;;
+      core/src/obs/*) ;;
+      *:core/src/sched/link.hpp) ;;
+      *:core/src/sched/* | *:core/src/obs/*)
+        echo "walls_test: $f sees $rel through its includes: library code reaches the scheduler through core/src/sched/link.hpp alone, and link.hpp must include nothing of the scheduler's" >&2
+        status=1 ;;
+    esac
+  done
 done
 [ "$status" -eq 0 ] && echo "walls_test: every include across a wall goes where the design allows"
 exit "$status"

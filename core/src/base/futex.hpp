@@ -21,7 +21,7 @@ void futex_wait_until(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
 void futex_wake(std::atomic<std::uint32_t>* addr, int count);
 
 // The lock rule (Go's: the runtime is never preempted while it holds a lock): a goroutine
-// takes a runtime lock only inside a NoPreempt scope (sched/nopreempt.hpp), else the preemption
+// takes a runtime lock only inside a NoPreempt scope (sched/link.hpp), else the preemption
 // signal could stop it holding the lock and every M that wants the lock would sleep in the
 // kernel, the holder with no M to run on. Checked in sanitizer builds, where a goroutine
 // breaking it is a fatal error naming it (proc.cpp).

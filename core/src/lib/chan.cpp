@@ -45,11 +45,22 @@ struct sudog {
   // The channel whose queue holds it; null once unlinked (every unlink clears it). Atomic:
   // the teardown reads it without the channel's lock (forget_abandoned_channel_waiters).
   std::atomic<hchan*> c{nullptr};
-  sudog* waitnext = nullptr;   // the goroutine's next sudog (select), from G::waiting
+  sudog* waitnext = nullptr;   // the goroutine's next sudog (select), from GHead::waiting
   bool send = false;           // in c->sendq, else c->recvq
   bool success = false;
   bool queued = false;
 };
+
+// A G's sudogs between a channel operation's queueing and its end (GHead::waiting, tagged
+// with the low bit), for the teardown to unlink if the G is abandoned.
+inline void set_waiting(G* gp, sudog* first) {
+  head(gp)->waiting = reinterpret_cast<std::uintptr_t>(first) | 1;
+}
+inline void clear_waiting(G* gp) { head(gp)->waiting = 0; }
+inline sudog* waiting_sudogs(G* gp) {
+  std::uintptr_t w = head(gp)->waiting;
+  return (w & 1) ? reinterpret_cast<sudog*>(w & ~std::uintptr_t{1}) : nullptr;
+}
 
 struct SelectState {
   std::atomic<std::uint32_t> done{0};
@@ -216,7 +227,7 @@ void chan_retain(hchan* c) { c->refs.fetch_add(1, std::memory_order_relaxed); }
 // channel, an on_stop case's) and be used after run() returns: a close would then walk sudogs
 // in unmapped memory. So the teardown unlinks them first (forget_abandoned_channel_waiters,
 // with every M joined, before the closures and stacks go). A G names its queued sudogs from
-// the moment it queues them until its operation has ended (G::waiting): parked, or readied by
+// the moment it queues them until its operation has ended (GHead::waiting): parked, or readied by
 // a select case but never run again, whose other cases' sudogs are still queued.
 //
 // The teardown reads a sudog's channel without that channel's lock, and a plain thread may
@@ -245,7 +256,7 @@ void forget_waiters(hchan* c) NUGO_NO_THREAD_SAFETY_ANALYSIS {
   abandon_lock.unlock();
 }
 
-// The stop hook (StopPhase::abandoned): every M is joined, so no G runs and G::waiting
+// The stop hook (StopPhase::abandoned): every M is joined, so no G runs and GHead::waiting
 // stays put.
 void forget_abandoned_channel_waiters() NUGO_NO_THREAD_SAFETY_ANALYSIS {
   abandon_lock.lock();

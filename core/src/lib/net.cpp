@@ -205,7 +205,7 @@ class NetFD {
   std::error_code wait(int mode) {
     if (nugo::detail::getg()) return poll_error(nugo::detail::poll_wait(pd_, mode));
     if (closed()) return io::Errc::closed;
-    return wait_on_thread(fd_, mode, (mode == 'r' ? pd_->rd : pd_->wd).load(std::memory_order_acquire));
+    return wait_on_thread(fd_, mode, nugo::detail::poll_deadline(pd_, mode));
   }
 
   Mutex rmu, wmu;  // one reader at a time, one writer at a time
@@ -259,7 +259,6 @@ class Ref {
 
 // Registers a fresh non-blocking descriptor with the poller; closes it on failure.
 Result<NetFD*> newfd(int fd) {
-  nugo::detail::netpoll_init();
   int err = 0;
   PollDesc* pd = nugo::detail::poll_open(fd, &err);
   if (!pd) {
@@ -574,19 +573,31 @@ namespace {
 namespace io {
 namespace {
 
-// The user's descriptors the poller knows of, by number; see PollDesc::user_refs.
+// The user's descriptors the poller knows of, by number. A UserDesc lives while its number
+// is in the table or a wait on it is in progress: evict() takes the number out and unblocks
+// the waits, and whichever comes last, evict or the last wait's release, closes the PollDesc.
+struct UserDesc {
+  PollDesc* pd;
+  int refs = 0;          // waits in progress (under table_lock)
+  bool evicted = false;  // out of the table (under table_lock)
+};
 nugo::detail::Lock table_lock;
-std::unordered_map<int, PollDesc*>& table() {
-  static auto* t = new std::unordered_map<int, PollDesc*>;  // outlives every runtime instance
+std::unordered_map<int, UserDesc*>& table() {
+  static auto* t = new std::unordered_map<int, UserDesc*>;  // outlives every runtime instance
   return *t;
 }
 
-void release_user(PollDesc* pd) {
+void close_user(UserDesc* u) {
+  nugo::detail::poll_close(u->pd);
+  delete u;
+}
+
+void release_user(UserDesc* u) {
   nugo::detail::NoPreempt np;
   table_lock.lock();
-  bool last = --pd->user_refs == 0 && pd->closing.load();
+  bool last = --u->refs == 0 && u->evicted;
   table_lock.unlock();
-  if (last) nugo::detail::poll_close(pd);
+  if (last) close_user(u);
 }
 
 std::error_code wait_user(int fd, int mode, Deadline deadline) {
@@ -594,22 +605,22 @@ std::error_code wait_user(int fd, int mode, Deadline deadline) {
   std::int64_t when = deadline_ns(deadline);
   if (!nugo::detail::getg()) return wait_on_thread(fd, mode, when);
   nugo::detail::NoPreempt np;
-  nugo::detail::netpoll_init();
   table_lock.lock();
-  PollDesc*& slot = table()[fd];
-  if (!slot) slot = nugo::detail::poll_open_user(fd);
-  PollDesc* pd = slot;
-  ++pd->user_refs;
+  UserDesc*& slot = table()[fd];
+  if (!slot) slot = new UserDesc{nugo::detail::poll_open_user(fd)};
+  UserDesc* u = slot;
+  ++u->refs;
   table_lock.unlock();
+  PollDesc* pd = u->pd;
   if (int err = nugo::detail::poll_arm_user(pd, mode)) {
-    release_user(pd);
+    release_user(u);
     return err == ECANCELED ? std::error_code(Errc::closed) : errno_code(err);
   }
   if (when != 0) nugo::detail::poll_set_deadline(pd, when, mode);
   PollResult r = nugo::detail::poll_wait(pd, mode);
   if (when != 0) nugo::detail::poll_set_deadline(pd, 0, mode);
   nugo::detail::poll_disarm_user(pd, mode);
-  release_user(pd);
+  release_user(u);
   return poll_error(r);
 }
 
@@ -626,12 +637,13 @@ void evict(int fd) {
     table_lock.unlock();
     return;
   }
-  PollDesc* pd = it->second;
+  UserDesc* u = it->second;
   table().erase(it);
-  nugo::detail::poll_unblock(pd);  // also deregisters: the number may be reused next
-  bool unused = pd->user_refs == 0;
+  nugo::detail::poll_unblock(u->pd);  // also deregisters: the number may be reused next
+  u->evicted = true;
+  bool unused = u->refs == 0;
   table_lock.unlock();
-  if (unused) nugo::detail::poll_close(pd);
+  if (unused) close_user(u);
 }
 
 }  // namespace io

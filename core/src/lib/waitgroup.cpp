@@ -38,16 +38,16 @@ void WaitGroup::add(std::int64_t delta) {
   detail::G* ready = nullptr;
   for (; waiters > 0 && waiters_; --waiters) {
     detail::G* gp = waiters_;
-    waiters_ = gp->waitlink;
-    gp->waitlink = ready;
+    waiters_ = detail::head(gp)->waitlink;
+    detail::head(gp)->waitlink = ready;
     ready = gp;
   }
   tokens_ += waiters;
   spin_unlock(lock_);
   state_.store(0, std::memory_order_release);  // our last access to *this
   while (ready) {
-    detail::G* next = ready->waitlink;
-    ready->waitlink = nullptr;
+    detail::G* next = detail::head(ready)->waitlink;
+    detail::head(ready)->waitlink = nullptr;
     detail::goready(ready);
     ready = next;
   }
@@ -103,7 +103,7 @@ void WaitGroup::sema_acquire() {
     return;
   }
   detail::G* gp = detail::getg();
-  gp->waitlink = waiters_;
+  detail::head(gp)->waitlink = waiters_;
   waiters_ = gp;
   detail::gopark(detail::park_unlock_spin, &lock_, detail::WaitReason::waitgroup);
 }

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "proc.hpp"
-#include "timer.hpp"
+#include "inspect.hpp"
+#include "vtime.hpp"
 
 namespace nugo {
 
@@ -26,32 +26,31 @@ constexpr auto rlx = std::memory_order_relaxed;
 std::mutex final_mutex;
 Stats final_stats;  // of the last run() that returned
 
-Stats snapshot(const Sched& s) {
+Stats snapshot(const RunView& s) {
   Stats out;
   out.valid = true;
-  out.mode = s.plan.mode;
-  out.bind = s.plan.bind;
-  // The policy the plan runs, not the one asked for; flat mode has none.
-  out.numa_policy = s.plan.mode == Mode::numa ? to_string(numa::setting(s.plan.policy)) : "";
-  out.procs = s.plan.gomaxprocs;
-  out.topology_source = s.topology.source;
-  out.emulated = s.topology.emulated;
-  out.topology_nodes = static_cast<int>(s.topology.nodes.size());
-  if (s.cfg.virtual_time.on) {
+  out.mode = s.mode;
+  out.bind = s.bind;
+  out.numa_policy = s.numa_policy;
+  out.procs = s.procs;
+  out.topology_source = s.topology_source;
+  out.emulated = s.emulated;
+  out.topology_nodes = s.topology_nodes;
+  if (s.virtual_time) {
     const vtime::Report r = vtime::report();
     ClockStats& c = out.clock;
     c.virtual_time = true;
     c.quantum_ns = r.quantum_ns;
     c.wake_ns = r.wake_ns;
-    const std::int64_t end = s.main_return_ns.load(std::memory_order_relaxed);
+    const std::int64_t end = s.main_return_ns;
     c.elapsed_ns = (end != 0 ? std::min(end, r.end_ns) : r.end_ns) - s.start_ns;
     c.turns = r.turns;
     c.quanta = r.quanta;
     c.paused = r.paused_by_signal;
     c.timed_out = r.timed_out;
     c.threads = r.peak_members;
-    c.line_ns = s.cfg.virtual_time.line.count();
-    c.remote_line_ns = s.cfg.virtual_time.remote_line.count();
+    c.line_ns = s.line_ns;
+    c.remote_line_ns = s.remote_line_ns;
     using vtime::Cost;
     c.charged_steal_ns = r.charged_ns[static_cast<int>(Cost::steal)];
     c.charged_queue_ns = r.charged_ns[static_cast<int>(Cost::queue)];
@@ -59,19 +58,19 @@ Stats snapshot(const Sched& s) {
     c.charged_wake_ns = r.charged_ns[static_cast<int>(Cost::wake)];
     c.charged_program_ns = r.charged_ns[static_cast<int>(Cost::program)];
   }
-  std::int64_t now = s.run_time_now();
-  for (const auto& pp : s.allp) {
-    const PCounters& c = pp->stats;
+  const std::int64_t now = s.now_ns;
+  for (const RunView::PView& pv : s.ps) {
+    const PCounters& c = *pv.counters;
     PStats p;
-    p.p = pp->id;
-    p.node = s.topology.nodes[pp->node].os_index;
+    p.p = pv.p;
+    p.node = pv.os_node;
     for (const CounterKey& k : kCounterKeys) p.*k.total = (c.*k.per_p).load(rlx);
     p.runs_home = p.runs - p.runs_away;
     p.idle_ns = c.idle_ns.load(rlx);
     if (std::int64_t since = c.idle_since.load(rlx); since != 0 && now > since) p.idle_ns += now - since;
-    for (std::size_t k = 0; k < s.plan.distances.size(); ++k)
+    for (std::size_t k = 0; k < s.distances.size(); ++k)
       if (std::uint64_t n = c.moved_remote_by_distance[k].load(rlx))
-        p.moved_remote_by_distance[s.plan.distances[k]] = n;
+        p.moved_remote_by_distance[s.distances[k]] = n;
     // Nodes in order of their number; a node's Ps are contiguous only in NUMA mode.
     auto it = out.nodes.begin();
     while (it != out.nodes.end() && it->node < p.node) ++it;
@@ -85,10 +84,10 @@ Stats snapshot(const Sched& s) {
     out.ps.push_back(std::move(p));
   }
   // Goroutines made by threads without a P, by the node of the domain they were queued in.
-  for (const auto& d : s.domains) {
-    std::uint64_t n = d->created_foreign.load(rlx);
+  for (const RunView::DomainView& d : s.domains) {
+    std::uint64_t n = d.created_foreign;
     out.created_foreign += n;
-    int node = d->node >= 0 ? s.topology.nodes[d->node].os_index : out.nodes.front().node;
+    int node = d.os_node >= 0 ? d.os_node : out.nodes.front().node;
     for (NodeStats& ns : out.nodes)
       if (ns.node == node) ns.created_foreign += n;
   }
@@ -131,16 +130,14 @@ std::string json_string(const std::string& s) {
 
 }  // namespace
 
-void save_final_stats(const Sched& s) {
-  Stats st = snapshot(s);
-  if (s.stats_file) {
+void save_final_stats(const RunView& run, std::FILE* file, const std::string& path) {
+  Stats st = snapshot(run);
+  if (file) {
     std::string j = to_json(st);
     j += '\n';
-    bool ok = std::fwrite(j.data(), 1, j.size(), s.stats_file) == j.size();
-    ok = (s.stats_file == stderr ? std::fflush(stderr) : std::fclose(s.stats_file)) == 0 && ok;
-    if (!ok)
-      std::fprintf(stderr, "nugo: NUGO_STATS=\"%s\": writing the statistics failed\n",
-                   s.cfg.stats_path.c_str());
+    bool ok = std::fwrite(j.data(), 1, j.size(), file) == j.size();
+    ok = (file == stderr ? std::fflush(stderr) : std::fclose(file)) == 0 && ok;
+    if (!ok) std::fprintf(stderr, "nugo: NUGO_STATS=\"%s\": writing the statistics failed\n", path.c_str());
   }
   std::lock_guard lock(final_mutex);
   final_stats = std::move(st);
@@ -150,8 +147,9 @@ void save_final_stats(const Sched& s) {
 
 Stats stats() {
   using namespace detail;
-  ForeignCall runtime(ForeignCall::Purpose::read);
-  if (runtime.running()) return snapshot(*sched);  // the instance stays until it returns
+  Stats out;
+  if (inspect_run([](const RunView& run, void* arg) { *static_cast<Stats*>(arg) = snapshot(run); }, &out))
+    return out;
   std::lock_guard lock(final_mutex);
   return final_stats;
 }

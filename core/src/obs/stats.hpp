@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <string>
 
 #include "nugo/stats.hpp"
 
@@ -52,9 +54,10 @@ inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-struct Sched;
-// The final snapshot of s, kept for nugo::stats() after run() returns, and written where
-// Config::stats_path says (runtime.cpp, once every M has been joined).
-void save_final_stats(const Sched& s);
+struct RunView;  // inspect.hpp
+// The final snapshot of a run, kept for nugo::stats() after run() returns, and written to
+// file (Config::stats_path, opened at start as path; runtime.cpp, once every M has been
+// joined), which it closes unless it is stderr.
+void save_final_stats(const RunView& run, std::FILE* file, const std::string& path);
 
 }  // namespace nugo::detail

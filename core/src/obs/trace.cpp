@@ -42,18 +42,18 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "g.hpp"
-#include "m.hpp"
+#include "fatal.hpp"
+#include "futex.hpp"
+#include "inspect.hpp"
 #include "nugo/syscall.hpp"
 #include "nugo/trace.hpp"
-#include "preempt.hpp"
-#include "fatal.hpp"
-#include "proc.hpp"
+#include "vtime.hpp"
 
 namespace nugo::detail {
 
@@ -232,11 +232,14 @@ void writer_main(Session* s) {
   s->shared->put(r);
 }
 
+// The calling thread's M's slot (trace_bind_thread), null on threads that are not Ms.
+thread_local TraceSlot* tls_slot = nullptr;
+
 // The M's next buffer: the first of this trace, or a fresh one for a full one.
-[[gnu::noinline]] TraceBuf* next_buffer(M* m) {
-  TraceBuf* full = m->trace_buf;
-  if (!full) m->trace_lent = 0;  // the M's first record of this trace: a loan would be an older trace's
-  TraceBuf* next = m->trace_buf = cur->get_buffer(static_cast<std::uint32_t>(m->id));
+[[gnu::noinline]] TraceBuf* next_buffer(TraceSlot* m) {
+  TraceBuf* full = m->buf;
+  if (!full) m->lent = 0;  // the M's first record of this trace: a loan would be an older trace's
+  TraceBuf* next = m->buf = cur->get_buffer(m->m);
   if (full) {
     next->last = full->last;  // the M's clock goes on from there
     cur->push_full(full);
@@ -246,31 +249,36 @@ void writer_main(Session* s) {
 
 }  // namespace
 
+void trace_bind_thread(TraceSlot* slot, std::uint32_t m_id) {
+  if (slot) slot->m = m_id;
+  tls_slot = slot;
+}
+
 void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_t x,
                  std::uint8_t b, Stamp stamp) {
-  M* m = getm();
+  TraceSlot* m = tls_slot;
   if (!m) return shared_event({0, kind, b, static_cast<std::int16_t>(p), x, g, arg});
   // Counted as a lock (virtual time): trace stop spins on trace_busy, so the quantum's signal
   // must not pause a recorder inside this window (vtime.hpp).
   vtime::lock_taken();
   if (trace_fence_by_membarrier.load(rlx)) {
-    m->trace_busy.store(1, rlx);
+    m->busy.store(1, rlx);
     std::atomic_signal_fence(sc);
   } else {
-    m->trace_busy.exchange(1, sc);
+    m->busy.exchange(1, sc);
   }
   if (!trace_on.load(std::memory_order_acquire)) [[unlikely]] {
-    m->trace_busy.store(0, std::memory_order_release);
+    m->busy.store(0, std::memory_order_release);
     vtime::lock_released();
     return;
   }
-  TraceBuf* buf = m->trace_buf;
+  TraceBuf* buf = m->buf;
   if (!buf || buf->full()) [[unlikely]] buf = next_buffer(m);
-  const std::uint64_t lent = m->trace_lent;
+  const std::uint64_t lent = m->lent;
   const std::uint64_t ts = stamp == Stamp::borrow && lent ? lent : ticks();
   const std::uint64_t at = buf->put({ts, kind, b, static_cast<std::int16_t>(p), x, g, arg});
-  m->trace_lent = stamp == Stamp::lend ? at : 0;
-  m->trace_busy.store(0, std::memory_order_release);
+  m->lent = stamp == Stamp::lend ? at : 0;
+  m->busy.store(0, std::memory_order_release);
   vtime::lock_released();
 }
 
@@ -315,13 +323,13 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
   s->path = path;
   s->max_bytes = max_bytes;
   open_files(s.get());
-  const Sched& sc_ = *sched;
-  for (const auto& pp : sc_.allp) s->p_node.push_back(sc_.topology.nodes[pp->node].os_index);
-  for (const auto& n : sc_.topology.nodes) s->node_os.push_back(n.os_index);
-  s->mode = sc_.plan.mode == Mode::numa ? "numa" : "flat";
-  s->topology = sc_.cfg.topology.empty() ? "this machine" : sc_.cfg.topology;
-  s->emulated = sc_.topology.emulated;
-  s->cpus = sc_.topology.real_cpus;
+  TraceSetup setup = inspect_trace_setup();
+  s->p_node = std::move(setup.p_node);
+  s->node_os = std::move(setup.node_os);
+  s->mode = std::move(setup.mode);
+  s->topology = std::move(setup.topology);
+  s->emulated = setup.emulated;
+  s->cpus = std::move(setup.cpus);
   for (std::size_t i = 0; i < 2 * s->p_node.size() + 8; ++i)
     s->pool.push_back(s->owned.emplace_back(std::make_unique<TraceBuf>()).get());
   static const bool usable = usable_tsc();
@@ -372,16 +380,14 @@ bool stop_locked(bool write) {
     b->next = partial;
     partial = b;
   };
-  {
-    NoPreempt np;  // a runtime lock, maybe taken on a goroutine's stack (threadlocks.hpp)
-    sched->mlock.lock();  // held while waiting: a recording M never takes it
-    for (M* m : sched->allm) {
-      while (m->trace_busy.load(std::memory_order_acquire)) cpu_relax();
-      keep(m->trace_buf);
-      m->trace_buf = nullptr;
-    }
-    sched->mlock.unlock();
-  }
+  // Under the M list's lock, held while waiting: a recording M never takes it.
+  for_each_trace_slot(
+      [](TraceSlot& m, void* keep_partial) {
+        while (m.busy.load(std::memory_order_acquire)) cpu_relax();
+        (*static_cast<decltype(keep)*>(keep_partial))(m.buf);
+        m.buf = nullptr;
+      },
+      &keep);
   {
     std::lock_guard lock(shared_mu);
     keep(s->shared);
@@ -416,9 +422,9 @@ bool stop_locked(bool write) {
 
 }  // namespace
 
-void trace_start_run() {
+void trace_start_run(const std::string& path, std::size_t max_bytes) {
   std::lock_guard lock(session_mu);
-  start_locked(sched->cfg.trace_path, sched->cfg.trace_max);
+  start_locked(path, max_bytes);
 }
 
 void trace_stop_run() {
@@ -434,28 +440,17 @@ void trace_stop_run() {
 
 namespace nugo::trace {
 
-namespace {
 // The calls below come from goroutines or from threads outside nugo: the instance must not
-// go away under them (ForeignCall, read only), and a goroutine should not hold its P through
-// the file's writing.
-class InRuntime {
- public:
-  InRuntime() : call_(detail::ForeignCall::Purpose::read) {
-    if (!call_.running())
-      throw std::logic_error("nugo::trace: the runtime is not running (call within nugo::run)");
-  }
-
- private:
-  detail::ForeignCall call_;
-};
-}  // namespace
-
-// Runs f as a blocking system call: the goroutine's P goes on without it while files are
-// opened or written (nugo::blocking_syscall carries an exception out of the call).
+// go away under them (detail::with_instance), and a goroutine should not hold its P through
+// the file's writing: f runs as a blocking system call, so the goroutine's P goes on without
+// it while files are opened or written (nugo::blocking_syscall carries an exception out).
 template <class F>
 auto outside_p(F f) {
-  InRuntime in;
-  return blocking_syscall(f);
+  std::optional<decltype(f())> result;
+  auto call = [&] { result.emplace(blocking_syscall(f)); };
+  if (!detail::with_instance([](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call))
+    throw std::logic_error("nugo::trace: the runtime is not running (call within nugo::run)");
+  return *result;
 }
 
 void start(const std::string& path, std::size_t max_bytes) {

@@ -5,16 +5,33 @@
 // Chrome trace-event JSON when the trace stops.
 //
 // Call sites run on g0, or on a goroutine's stack inside NoPreempt: the record goes to the
-// buffer of the M that getm() names, which must stay that goroutine's M until it is written.
-// Never from a signal handler (the handler could interrupt a record half written).
+// buffer of the calling thread's M (its TraceSlot, bound by mstart), which must stay that
+// goroutine's M until it is written. Never from a signal handler (the handler could interrupt
+// a record half written).
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace nugo::detail {
 
-struct M;
+struct TraceBuf;  // trace_file.hpp
+
+// An M's recording state (M::trace, m.hpp): its buffer, and the flag it raises while writing a
+// record there, which stop() waits on before taking the buffer (for_each_trace_slot,
+// inspect.hpp). lent: the time a go_stop lent to the go_start the scheduler writes next
+// (Stamp, below), 0 for none; the scheduler's paths that can wait clear it (trace_end_loan).
+struct TraceSlot {
+  std::atomic<std::uint32_t> busy{0};
+  TraceBuf* buf = nullptr;
+  std::uint64_t lent = 0;
+  std::uint32_t m = 0;  // the M's id, which its buffers carry
+};
+
+// The calling thread's slot from now on (mstart: its M's, with the M's id), or none (null).
+void trace_bind_thread(TraceSlot* slot, std::uint32_t m_id);
 
 // What a record says. `g`, `arg`, `x` and `b` are the fields of Event (trace_file.hpp).
 enum class Ev : std::uint8_t {
@@ -42,7 +59,7 @@ inline constexpr Ev kLastEv = Ev::poll;
 // which borrows it: one clock read for the two (an rdtsc is 13 ns on the development VM).
 // Any other record on the M, and every step that can wait or enter the kernel before the
 // start (the domain's lock, stealing, sleeping, waking an M: trace_end_loan), takes the loan
-// back (M::trace_lent).
+// back (TraceSlot::lent).
 enum class Stamp : std::uint8_t { own, lend, borrow };
 
 enum class StopWhy : std::uint8_t { end, yield, preempt_signal, preempt_cooperative, block };
@@ -61,9 +78,10 @@ inline void traceev(Ev kind, int p, std::int64_t g, std::uint64_t arg = 0, std::
   if (tracing()) [[unlikely]] trace_event(kind, p, g, arg, x, b, stamp);
 }
 
-// run() starts a trace from Config::trace_path before the main goroutine exists, and stops
-// whatever trace is on once every M has been joined (runtime.cpp).
-void trace_start_run();
+// run() starts a trace from Config::trace_path (capped at Config::trace_max) before the main
+// goroutine exists, and stops whatever trace is on once every M has been joined
+// (runtime.cpp).
+void trace_start_run(const std::string& path, std::size_t max_bytes);
 void trace_stop_run();
 
 }  // namespace nugo::detail

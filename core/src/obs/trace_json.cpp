@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "g.hpp"  // the names of wait reasons
+#include "inspect.hpp"  // the names of wait reasons
 #include "trace_file.hpp"
 
 namespace nugo::detail {
@@ -142,7 +142,7 @@ class Converter {
         if (!on_p) return true;
         std::string args = fmt("\"why\":\"%s\"", stop_why(e.b));
         if (static_cast<StopWhy>(e.b) == StopWhy::block)
-          args += ",\"reason\":" + json_string(to_string(static_cast<WaitReason>(e.x)));
+          args += ",\"reason\":" + json_string(wait_reason_name(e.x));
         if (!end(e.p, g, ts, args)) return false;
         if (static_cast<StopWhy>(e.b) == StopWhy::end) pending_.erase(g);  // ids are not reused
         bool by_signal = static_cast<StopWhy>(e.b) == StopWhy::preempt_signal;

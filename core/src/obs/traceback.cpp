@@ -13,9 +13,7 @@
 
 #include NUGO_BACKTRACE_H  // GCC's libbacktrace (the path is set by core/CMakeLists.txt)
 
-#include "g.hpp"
-#include "m.hpp"
-#include "sched.hpp"
+#include "inspect.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -42,24 +40,6 @@ _Unwind_Reason_Code record_frame(_Unwind_Context* ctx, void* arg) {
   tb->n = 0;
   Unwind u{tb, skip + 1};  // and this function's frame
   _Unwind_Backtrace(record_frame, &u);
-}
-
-// Runs on top of a parked goroutine's stack (ontop_fcontext): the goroutine's switch appears
-// to have called it, so the unwinder continues into the goroutine's own frames. It never
-// returns there: it jumps back to the reporter, and the goroutine stays where it was parked.
-struct ParkedCapture {
-  Traceback* tb;
-  G* gp;
-  M* m;
-};
-
-[[noreturn]] transfer_t unwind_parked(transfer_t t) {
-  auto* req = static_cast<ParkedCapture*>(t.data);
-  sanitizer_finish_switch(req->gp->san);
-  unwind_into(req->tb, 1);  // from the goroutine's switch (mcall) outwards
-  sanitizer_start_switch(nullptr, req->m->g0san);  // this stack is left for good
-  jump_fcontext(t.fctx, nullptr);
-  __builtin_unreachable();
 }
 
 // ---- symbolization ----
@@ -235,22 +215,7 @@ bool goroutine_entry(const Frame& f) {
 
 }  // namespace
 
-void traceback_here(Traceback* tb) { unwind_into(tb, 1); }
-
-void traceback_parked(M* m, G* gp, Traceback* tb) {
-  tb->n = 0;
-  if (!gp->ctx) return;  // never ran: no frames yet
-  // The unwinder runs below the goroutine's saved stack pointer: leave a stack that is
-  // nearly full alone rather than fault in its guard page.
-  constexpr std::ptrdiff_t kUnwindRoom = 16 * 1024;
-  if (static_cast<char*>(gp->ctx) - gp->stack.lo < kUnwindRoom) return;
-  ParkedCapture req{tb, gp, m};
-  set_default_fp_control(gp->ctx);  // ontop_fcontext loads them (fiber.hpp)
-  sanitizer_start_switch(&m->g0san, gp->san);
-  boost::context::detail::ontop_fcontext(gp->ctx, &req, unwind_parked);
-  sanitizer_finish_switch(m->g0san);
-  gp->ctx = nullptr;  // the saved context was consumed; the goroutine cannot be resumed
-}
+void traceback_here(Traceback* tb, int skip) { unwind_into(tb, skip + 1); }
 
 std::string format_traceback(const Traceback& tb, int max_frames) {
   std::string out;
@@ -290,12 +255,12 @@ std::string format_traceback(const Traceback& tb, int max_frames) {
 }
 
 void print_current_traceback(std::FILE* out) noexcept {
-  G* gp = getg();
+  CurrentGoroutine gp;
   char here;
   // Only on the goroutine's own stack: not on g0, nor in a signal handler's alternate stack.
-  // Not in a child of fork(): it may not start a thread, and a lock of the allocator may be
-  // held by a thread that did not survive the fork.
-  if (!gp || !gp->stack || &here < gp->stack.lo || &here >= gp->stack.hi || forked_child) return;
+  // Not in a child of fork() (current_goroutine says none): it may not start a thread, and a
+  // lock of the allocator may be held by a thread that did not survive the fork.
+  if (!current_goroutine(&gp) || &here < gp.stack_lo || &here >= gp.stack_hi) return;
   Traceback tb;
   traceback_here(&tb);  // a few hundred bytes of the goroutine's stack
   // Symbolizing takes far more (libbacktrace reads the debug information, demangling
@@ -313,7 +278,7 @@ void print_current_traceback(std::FILE* out) noexcept {
     }).join();
   } catch (...) {  // no thread
   }
-  std::fprintf(out, "\ngoroutine %lld [running]:\n%s", static_cast<long long>(gp->goid),
+  std::fprintf(out, "\ngoroutine %lld [running]:\n%s", static_cast<long long>(gp.goid),
                !symbolized ? "(the frames could not be symbolized)\n"
                : frames.empty() ? "(no symbols)\n"
                                 : frames.c_str());

@@ -5,10 +5,11 @@
 // libbacktrace (GCC's, from libgcc-12-dev): function, file and line, inlined frames included,
 // from the binary's debug information; without it, the symbol table's names.
 //
-// A parked goroutine is captured in place: traceback_parked switches to its saved context
-// with Boost.Context's ontop_fcontext, which runs a function on top of that stack as if the
-// goroutine's own switch had called it. The unwinder then walks the goroutine's frames as
-// they are. The goroutine is never resumed: this is for reports that end the process.
+// A parked goroutine is captured in place by the scheduler (sched/inspect.cpp), which switches
+// to its saved context with Boost.Context's ontop_fcontext and calls traceback_here on top of
+// that stack, as if the goroutine's own switch had called it. The unwinder then walks the
+// goroutine's frames as they are. The goroutine is never resumed: this is for reports that
+// end the process.
 //
 // Nothing here runs on a fast path: capturing costs microseconds, symbolizing milliseconds.
 #pragma once
@@ -19,21 +20,15 @@
 
 namespace nugo::detail {
 
-struct G;
-struct M;
-
 struct Traceback {
   static constexpr int kMaxFrames = 48;
   std::uintptr_t pc[kMaxFrames];  // return addresses, innermost first
   int n = 0;
 };
 
-// The calling thread's stack, from the caller of this function.
-void traceback_here(Traceback* tb);
-
-// A goroutine that is parked (waiting) and will never run again, captured from the scheduler
-// side of M m (its g0, or any stack other than gp's). The process must end afterwards.
-void traceback_parked(M* m, G* gp, Traceback* tb);
+// The calling thread's stack, from the caller of this function, leaving out the innermost
+// `skip` frames of its caller's.
+[[gnu::noinline]] void traceback_here(Traceback* tb, int skip = 0);
 
 // The frames of tb that are the program's code, as Go prints them: the function on one line,
 // then its file and line indented (frames inside the runtime, nugo::detail, are left out; the

@@ -65,7 +65,9 @@ void checkdead() {
   sched->glock.lock();  // gchunks; held until exit
   std::fputs("fatal error: all goroutines are asleep - deadlock!\n", stderr);
   try {
-    report_waiting_goroutines(getm());
+    WaitingReport report;
+    capture_waiting_goroutines(getm(), report);
+    report.print();
   } catch (...) {  // out of memory, say: the first line stands, and the exit status
     std::fputs("(the goroutines could not be listed)\n", stderr);
   }

@@ -10,13 +10,13 @@
 #include "nugo/runtime.hpp"  // NUGO_TLS_IE, NUGO_INLINE_TLS
 #include "futex.hpp"
 #include "vtime.hpp"
+#include "../obs/trace.hpp"  // TraceSlot
 
 namespace nugo::detail {
 
 struct G;
 struct P;
 struct Domain;
-struct TraceBuf;
 
 // Cache-line aligned: each M is written by its own thread all the time (fastrand, curg), and
 // neighbours allocated back to back would otherwise share lines.
@@ -53,13 +53,8 @@ struct alignas(64) M {
   std::uint32_t lockedcount = 0;  // its nesting depth (Go's lockedExt)
   bool exiting = false;          // the M leaves after this G (a locked G exited)
   int bound_key = -1;            // Sched::plan.bind_key of the CPU set the thread is bound to
-  // The execution tracer (trace.cpp): this M's buffer, and the flag it raises while writing
-  // a record there, which stop() waits on before taking the buffer. trace_lent: the time a
-  // go_stop lent to the go_start the scheduler writes next (Stamp, trace.hpp), 0 for none;
-  // the scheduler's paths that can wait clear it.
-  std::atomic<std::uint32_t> trace_busy{0};
-  TraceBuf* trace_buf = nullptr;
-  std::uint64_t trace_lent = 0;
+  // The execution tracer's state for this M (obs/trace.hpp), bound to its thread by mstart.
+  TraceSlot trace;
 
   std::uint32_t rand() {  // wyrand
     fastrand += 0xa0761d6478bd642full;
@@ -84,7 +79,7 @@ M* getm();  // proc.cpp, in the no-preemption section
 // interrupt the poller, take a lock that others hold for long) before its next go_start: the
 // time a go_stop lent that start (Stamp, trace.hpp) would be stale by then.
 inline void trace_end_loan() {
-  if (M* m = getm()) m->trace_lent = 0;
+  if (M* m = getm()) m->trace.lent = 0;
 }
 
 }  // namespace nugo::detail

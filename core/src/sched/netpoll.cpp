@@ -167,7 +167,6 @@ void reset(PollDesc* pd, int fd) {
   pd->wg.store(0, rlx);
   pd->registered = true;
   pd->user_modes = 0;
-  pd->user_refs = 0;
   pd->rt.f = [](void* arg, std::int64_t) { deadline_fired(static_cast<PollDesc*>(arg), 'r'); };
   pd->rt.arg = pd;
   pd->wt.f = [](void* arg, std::int64_t) { deadline_fired(static_cast<PollDesc*>(arg), 'w'); };
@@ -197,6 +196,7 @@ PollDesc* poll_open(int fd, int* err) {
     fatal("NUGO_VIRTUAL: the network poller does not run in virtual time (descriptor %d): a "
           "socket's readiness comes from the real world, which has no virtual clock; run "
           "network programs without NUGO_VIRTUAL", fd);
+  netpoll_init();
   NoPreempt np;
   PollDesc* pd = pd_alloc();
   reset(pd, fd);
@@ -210,6 +210,10 @@ PollDesc* poll_open(int fd, int* err) {
     return nullptr;
   }
   return pd;
+}
+
+std::int64_t poll_deadline(const PollDesc* pd, int mode) {
+  return (mode == 'r' ? pd->rd : pd->wd).load(std::memory_order_acquire);
 }
 
 void poll_close(PollDesc* pd) {
@@ -283,6 +287,11 @@ void poll_unblock(PollDesc* pd) {
 }
 
 PollDesc* poll_open_user(int fd) {
+  if (vtime::on())
+    fatal("NUGO_VIRTUAL: the network poller does not run in virtual time (waiting on descriptor "
+          "%d): a descriptor's readiness comes from the real world, which has no virtual clock; "
+          "run programs that wait on descriptors without NUGO_VIRTUAL", fd);
+  netpoll_init();
   NoPreempt np;
   PollDesc* pd = pd_alloc();
   reset(pd, fd);

@@ -13,16 +13,17 @@
 //   G*          that goroutine is parked
 // Readiness (netpoll), a deadline (its timer) and closing (poll_unblock) each move it back to
 // 0 or kPdReady and ready the goroutine if one was there: whoever swaps a G* out readies it.
+//
+// What library code calls (poll_open, poll_wait, ...) is declared in link.hpp; this header is
+// the descriptor's layout and the scheduler's side.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
-#include "timer.hpp"
+#include "link.hpp"  // the poll_* calls, Timer
 
 namespace nugo::detail {
-
-struct G;
 
 inline constexpr std::uintptr_t kPdReady = 1;
 inline constexpr std::uintptr_t kPdWait = 2;
@@ -43,38 +44,11 @@ struct alignas(64) PollDesc {
   // For descriptors the user owns (io::wait_readable): registered lazily and re-armed by each
   // wait for the directions waited for (user_modes, 1: read, 2: write; under lock).
   int user_modes = 0;
-  int user_refs = 0;  // waits in progress on this user descriptor (guarded by net.cpp's table)
 };
 
-enum class PollResult { ready, closing, timeout, busy };
-
-// Once per process; fatal if epoll or eventfd cannot be created.
+// Once per process (the runtime's start, poll_open and poll_open_user call it); fatal if epoll
+// or eventfd cannot be created.
 void netpoll_init();
-
-// Registers fd (non-blocking) with the poller. nullptr and *err = errno on failure.
-PollDesc* poll_open(int fd, int* err);
-// Deregisters and recycles pd. Call poll_unblock first; nobody may wait on it any more.
-void poll_close(PollDesc* pd);
-// Parks the calling goroutine until pd is ready for mode ('r' or 'w'), its deadline passes,
-// or it is closing. `busy` when another goroutine already waits for the same direction.
-PollResult poll_wait(PollDesc* pd, int mode);
-// Before an I/O call (Go's pollDesc.prepare): closing, or the deadline for mode passed
-// (timeout), or ready to try. A call with a past deadline fails without touching the socket.
-PollResult poll_prepare(PollDesc* pd, int mode);
-// Sets the deadline for mode ('r', 'w' or 'r' + 'w'): 0 none, else an absolute nanotime().
-// A deadline in the past wakes the waiter at once with PollResult::timeout.
-void poll_set_deadline(PollDesc* pd, std::int64_t deadline, int mode);
-// Marks pd closing, wakes both waiters (PollResult::closing) and deregisters the descriptor
-// (still open: the caller closes it afterwards); later waits fail at once.
-void poll_unblock(PollDesc* pd);
-// A PollDesc for a descriptor the user owns, not registered until a wait arms it.
-PollDesc* poll_open_user(int fd);
-// Before a wait on a user descriptor: (re-)registers it for the directions waited for,
-// edge-triggered, so that a descriptor ready now is reported now. Returns 0 or an errno
-// (EBUSY: another goroutine already waits for mode).
-int poll_arm_user(PollDesc* pd, int mode);
-// After that wait.
-void poll_disarm_user(PollDesc* pd, int mode);
 
 // ---- the scheduler's side ----
 

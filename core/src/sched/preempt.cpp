@@ -11,7 +11,7 @@
 //
 // An async safe point is an interrupted state where all of this holds:
 //   - the M has a P whose slice sysmon ended, and its current G is running;
-//   - the G is not in runtime code (G::locks == 0, see NoPreempt in nopreempt.hpp), which also
+//   - the G is not in runtime code (G::locks == 0, see NoPreempt in link.hpp), which also
 //     covers the context switch itself;
 //   - the interrupted SP lies in the G's own stack, with room below it for the red zone, the
 //     XSAVE area and the frames that yield (so g0 and any stack a user switched to are out);

@@ -1,8 +1,8 @@
 // Asynchronous preemption (preempt.cpp, preempt_amd64.S): the signal, its handler and the
-// trampoline. What keeps it out of the runtime, NoPreempt, is nopreempt.hpp.
+// trampoline. What keeps it out of the runtime, NoPreempt, is in link.hpp.
 #pragma once
 
-#include "nopreempt.hpp"
+#include "link.hpp"  // NoPreempt
 #include "nugo/config.hpp"
 
 namespace nugo::detail {

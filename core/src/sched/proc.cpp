@@ -169,7 +169,7 @@ Next goexit0(M* m, G* gp);
   getm()->g0ctx = t.fctx;
   sanitizer_finish_switch(gp->san);
   // newproc took one: the switch in is over, user code may be preempted. A request the
-  // signal left meanwhile (kPreemptAtExit, nopreempt.hpp) is dropped rather than honoured here:
+  // signal left meanwhile (kPreemptAtExit, link.hpp) is dropped rather than honoured here:
   // a goroutine starts where it was placed (go_on's promise; the QEMU 4-node check caught a
   // placed goroutine yielding before its first instruction and stolen by another node).
   // sysmon asks again if the slice is still over.
@@ -414,7 +414,7 @@ G* domain_queues_get(Domain* d, P* pp) NUGO_REQUIRES(d->lock) {
 // Finds a runnable goroutine, parking the M while there is none. Returns nullptr only when
 // the runtime is stopping. Go's findRunnable, in Go's order.
 // A go_stop's time lent to the next start (Stamp, trace.hpp) survives only the path that pops
-// the local run queue at once; every other path takes it back (m->trace_lent = 0) before it
+// the local run queue at once; every other path takes it back (m->trace.lent = 0) before it
 // can wait.
 G* findrunnable(M* m, bool* inherit_time) {
   *inherit_time = false;
@@ -422,7 +422,7 @@ top:
   vtime::checkpoint();  // each look for work: a turn for the others if the quantum is up
   if (sched->stopping.load(rlx)) return nullptr;
   if (!m->p) {  // e.g. after exitsyscall's slow path
-    m->trace_lent = 0;
+    m->trace.lent = 0;
     if (!idle_until_p(m)) return nullptr;
   }
   P* pp = m->p;
@@ -437,7 +437,7 @@ top:
   if (std::uint32_t tick = pp->schedtick.load(rlx);
       tick % kGlobalQueueTick == 0 && domain_queues_nonempty(d, rlx)) {
     bool pinned_first = (tick / kGlobalQueueTick) & 1;
-    m->trace_lent = 0;
+    m->trace.lent = 0;
     d->lock.lock();
     G* gp = pinned_first ? pinnedget(d, pp) : nullptr;
     if (!gp) gp = globrunqget(d, pp, 1);
@@ -451,7 +451,7 @@ top:
       // other could keep the P forever. Once sysmon has ended the slice, the one due next is
       // treated as preempted: to the global queue, and a new slice for whatever runs next.
       gp->status.store(GStatus::runnable, rlx);
-      m->trace_lent = 0;
+      m->trace.lent = 0;
       d->lock.lock();
       globrunqput(d, gp, pp->node);
       bool alone = queued_alone(d);
@@ -463,7 +463,7 @@ top:
     *inherit_time = inherit;
     return gp;
   }
-  m->trace_lent = 0;
+  m->trace.lent = 0;
   if (domain_queues_nonempty(d, rlx)) {
     d->lock.lock();
     G* gp = domain_queues_get(d, pp);
@@ -593,7 +593,7 @@ NUGO_NOPREEMPT G* getg() { return tls_g; }
 #if NUGO_ASAN
 void check_lock_rule() {
   if (G* gp = getg(); gp && gp->locks == 0)
-    fatal("goroutine %lld takes a runtime lock outside NoPreempt (nopreempt.hpp)",
+    fatal("goroutine %lld takes a runtime lock outside NoPreempt (link.hpp)",
           static_cast<long long>(gp->goid));
 }
 #endif
@@ -610,7 +610,7 @@ void schedule(M* m) {
     if (m->lockedg) {  // this M runs its locked G and nothing else
       if (next.gp != m->lockedg) {
         if (next.gp) runqput(m->p, next.gp, false);
-        m->trace_lent = 0;
+        m->trace.lent = 0;
         if (!stoplockedm(m)) return;
         next = {m->lockedg, false};
       }
@@ -639,6 +639,7 @@ void mstart(M* m) {
   vtime::attach(m->vmember);  // in virtual time: wait for this thread's first turn
   set_fp_control(kDefaultFpControl);  // not what the thread that made it had set (fiber.hpp)
   tls_m = m;
+  trace_bind_thread(&m->trace, static_cast<std::uint32_t>(m->id));
   m->tid = static_cast<int>(gettid());
   install_sigaltstack(m);
   record_g0_stack(m);
@@ -650,6 +651,7 @@ void mstart(M* m) {
   if (m->exiting) mexit(m);  // else the runtime stops, and run() joins the thread
   vtime::detach();
   signals::remove_altstack(m->altstack);
+  trace_bind_thread(nullptr, 0);
   tls_m = nullptr;
 }
 
@@ -876,7 +878,7 @@ void injectglist(G** gl, int n) {
 void goready(G* gp) {
   NoPreempt np;
   // A goroutine that readies another does not yield as it leaves this runtime call
-  // (kPreemptAtExit, nopreempt.hpp): the readied one waits in runnext, which the ended slice
+  // (kPreemptAtExit, link.hpp): the readied one waits in runnext, which the ended slice
   // sends to the global queue anyway, and the waker usually has little left to do: `done();
   // return`, `send(result); return`. Yielding there let main return while the waker still
   // held objects in its frame, which the teardown then abandoned (LSan, under ASan at 8 Ps).

@@ -21,6 +21,7 @@
 #include <system_error>
 
 #include "fatal.hpp"
+#include "inspect.hpp"
 #include "memory.hpp"
 #include "nugo/numa.hpp"
 #include "netpoll.hpp"
@@ -165,6 +166,8 @@ G* Sched::new_gchunk(Domain* d) {
   G* chunk = d->gslab_next;
   d->gslab_next += kGChunk;
   for (G* gp = chunk; gp != chunk + kGChunk; ++gp) ::new (static_cast<void*>(gp)) G;
+  if (head(chunk) != static_cast<GHead*>(chunk))  // g.hpp: the layout library code relies on
+    fatal("a G's GHead is not where link.hpp's head() looks for it: rebuild with the same compiler");
   gchunks.push_back(chunk);
   return chunk;
 }
@@ -251,7 +254,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     // Before any goroutine exists, so that the trace has the whole run; a path that cannot
     // be written is bad input, as for the statistics.
     try {
-      trace_start_run();
+      trace_start_run(cfg.trace_path, cfg.trace_max);
     } catch (const std::exception& e) {
       ConfigError bad("NUGO_TRACE=\"" + cfg.trace_path + "\": " + e.what());
       delete sched;
@@ -323,7 +326,8 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
                "been abandoned)\n", stderr);
     exit_fatal();
   }
-  save_final_stats(*sched);  // every M is gone: the counts are final
+  // Every M is gone: the counts are final.
+  save_final_stats(run_view(*sched), sched->stats_file, sched->cfg.stats_path);
   trace_stop_run();          // and the trace, if one is still on, is complete
   vtime::stop();             // every member has left: the clock is the real one again
   tearing_down = true;

@@ -102,7 +102,7 @@ struct Sched {
   std::int64_t start_ns = 0;      // when the instance was made (schedtrace's clock)
   std::atomic<std::uint64_t> async_preemptions{0};  // goroutines stopped by the signal
   // Goroutines that the signal found in runtime code and that yielded on leaving it
-  // (kPreemptAtExit, nopreempt.hpp)
+  // (kPreemptAtExit, link.hpp)
   std::atomic<std::uint64_t> exit_preemptions{0};
 
   G* new_gchunk(Domain* d);  // a chunk of d's node; glock held
@@ -159,5 +159,12 @@ void for_each_g_in(const std::vector<G*>& chunks, Fn&& fn) {
 
 // sysmon.cpp
 void sysmon_main();
+
+// What observing reads (obs/inspect.hpp; inspect.cpp): a view of s, for the statistics at the
+// end of a run, and the stacks of the goroutines parked for good, into a deadlock report.
+struct RunView;
+class WaitingReport;
+RunView run_view(const Sched& s);
+void capture_waiting_goroutines(M* m, WaitingReport& report);
 
 }  // namespace nugo::detail

@@ -20,7 +20,7 @@
 // times a slice and preempts it one slice after its slice began. That is the departure from
 // Go, whose sysmon backs off to 10 ms beside a hog and so preempts it about 20 ms after its
 // slice began. A G that the signal finds inside runtime code yields as it leaves it
-// (kPreemptAtExit, nopreempt.hpp), and one holding a lock of its thread yields at the unlock
+// (kPreemptAtExit, link.hpp), and one holding a lock of its thread yields at the unlock
 // the program makes (threadlocks.hpp). A G the signal finds in code that is not preemptible
 // (a library, preempt.cpp; or an unlock made there) is signalled again every 20 us until it
 // yields (retake); without asynchronous preemption nothing is repeated, and beside a hog

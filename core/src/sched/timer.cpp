@@ -88,7 +88,7 @@ std::int64_t nanotime() {
 void addtimer(Timer* t) {
   const std::int64_t when = t->when;  // once published, t may fire and be freed at any time
   M* m = getm();
-  if (m) m->trace_lent = 0;  // the timers' lock, and maybe a wake-up (trace_end_loan)
+  if (m) m->trace.lent = 0;  // the timers' lock, and maybe a wake-up (trace_end_loan)
   // A thread without a P adds to the first P of the domain it would queue goroutines in.
   P* pp = m && m->p ? m->p : foreign_domain()->ps.front();
   pp->timerslock.lock();

@@ -1,0 +1,146 @@
+// What observing asks of the scheduler. obs declares it and the scheduler defines it
+// (sched/inspect.cpp), so that the include arrows run one way, sched -> obs: no obs file
+// includes a scheduler header (obs's include path has none, and tests/walls_test.sh checks the
+// relative paths). Every answer is a copy, taken by the scheduler under its own locks; obs's
+// reports take no scheduler lock themselves, so obs is no part of the scheduler's lock order.
+//
+// Go's equivalents read the runtime's structures in place (schedtrace, forEachG, traceback);
+// here the scheduler hands out plain values, which obs formats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nugo/config.hpp"  // Mode, Bind
+#include "stats.hpp"        // PCounters
+#include "traceback.hpp"    // Traceback
+
+namespace nugo::detail {
+
+struct TraceSlot;  // trace.hpp
+
+// ---- schedtrace (Go's GODEBUG=schedtrace, scheddetail) ----
+
+struct DomainCounts {
+  int os_node;       // the node's OS number (-1: flat mode's one domain)
+  int idle_ps;       // npidle
+  int spinning;      // nmspinning
+  int idle_threads;  // nmidle
+  int idle_locked;   // nmidlelocked
+  int runq;          // the global queue and go_on's pinned queue
+};
+
+struct SchedCounts {
+  std::int64_t uptime_ms = 0;
+  int gomaxprocs = 0;
+  int threads = 0;  // mcount
+  bool sysmonwait = false;
+  std::vector<DomainCounts> domains;  // one in flat mode
+  std::vector<std::uint32_t> rings;   // each P's local run queue length, by P id
+};
+
+// The counts under every domain's lock at once, as Go's schedtrace takes sched.lock: the node
+// groups add up to the totals.
+SchedCounts inspect_counts();
+
+// Statuses in Go's numbering: _Pidle 0, _Prunning 1, _Psyscall 2; _Gidle 0, _Grunnable 1,
+// _Grunning 2, _Gsyscall 3, _Gwaiting 4, _Gdead 6.
+struct PDetail {
+  int id, status;
+  std::uint32_t schedtick, syscalltick;
+  int m;  // -1: none
+  std::uint32_t runq;
+  int gfree;
+  std::size_t timers;
+  int os_node;
+};
+struct MDetail {
+  int id, p;  // p: -1 none
+  std::int64_t curg, lockedg;  // goroutine ids, -1 none
+  bool spinning;
+};
+struct GDetail {
+  std::int64_t goid;
+  int status;
+  const char* wait_reason;  // "" unless waiting
+  int m, lockedm;           // -1 none
+  int home_os_node;
+};
+struct SchedDetail {
+  std::vector<PDetail> ps;
+  std::vector<MDetail> ms;
+  std::vector<GDetail> gs;  // live goroutines: neither idle nor dead
+};
+
+// The P, M and G lines: each list copied under its lock and read without the scheduler's lock,
+// as Go's are (a snapshot of moving state, for people).
+SchedDetail inspect_detail();
+
+// ---- statistics (nugo::stats, NUGO_STATS) ----
+
+struct RunView {
+  Mode mode = Mode::flat;
+  Bind bind = Bind::none;
+  std::string numa_policy;  // as NUGO_NUMA spells it; empty in flat mode
+  int procs = 0;
+  std::string topology_source;
+  bool emulated = false;
+  int topology_nodes = 0;
+  bool virtual_time = false;
+  std::int64_t line_ns = 0, remote_line_ns = 0;  // virtual time's cost model
+  std::int64_t start_ns = 0;                     // nanotime() at run()'s start
+  std::int64_t main_return_ns = 0;               // when the main goroutine returned, or 0
+  std::int64_t now_ns = 0;                       // when the view was taken
+  std::vector<int> distances;                    // the distance classes, by index
+  struct PView {
+    int p, os_node;
+    const PCounters* counters;  // valid while the view is
+  };
+  std::vector<PView> ps;
+  struct DomainView {
+    int os_node;  // -1: flat mode's domain
+    std::uint64_t created_foreign;
+  };
+  std::vector<DomainView> domains;
+};
+
+// Calls fn(view, arg) with a view of the running instance, which stays until fn returns;
+// false (fn not called) when no instance runs. From a goroutine or any other thread.
+bool inspect_run(void (*fn)(const RunView& view, void* arg), void* arg);
+
+// ---- the execution tracer ----
+
+struct TraceSetup {
+  std::vector<int> p_node;   // each P's node, by OS number
+  std::vector<int> node_os;  // the topology's nodes' OS numbers, by index
+  std::string mode, topology;
+  bool emulated = false;
+  std::vector<int> cpus;  // the real CPUs the run may use (the writer thread's affinity)
+};
+TraceSetup inspect_trace_setup();
+
+// Calls fn(slot, arg) for the trace slot of every M, with the M list's lock held: no M is made
+// or freed meanwhile (a recording M never takes that lock).
+void for_each_trace_slot(void (*fn)(TraceSlot& slot, void* arg), void* arg);
+
+// Runs fn(arg) while the running instance is held (for the trace's public calls, from a
+// goroutine or a thread outside nugo); false, without calling fn, when none runs.
+bool with_instance(void (*fn)(void* arg), void* arg);
+
+// The name of a wait reason, by its number in a trace record.
+const char* wait_reason_name(unsigned reason);
+
+// ---- tracebacks ----
+
+struct CurrentGoroutine {
+  std::int64_t goid;
+  const char* stack_lo;  // the goroutine's stack
+  const char* stack_hi;
+};
+// The goroutine the calling thread runs, and where its stack is; false on g0, on threads
+// without one, and in a child of fork() (which may not start a thread).
+bool current_goroutine(CurrentGoroutine* out);
+
+}  // namespace nugo::detail
