@@ -6,11 +6,11 @@
 #                                     NUMA arenas) and wrk, for the baseline twins (GCC's
 #                                     OpenMP comes with g++)
 #   scripts/bootstrap.sh --vm         also QEMU, Debian's kernel and busybox, for
-#                                     scripts/numa-check.sh --vm (a real multi-node kernel)
+#                                     scripts/dev/numa-check.sh --vm (a real multi-node kernel)
 #   scripts/bootstrap.sh --checks     also clang (with libFuzzer) and SPIN, for the lock rules
 #                                     clang checks (scripts/test.sh --thread-safety), the
-#                                     fuzzer (scripts/fuzz.sh) and the protocol models
-#                                     (scripts/models.sh)
+#                                     fuzzer (scripts/dev/fuzz.sh) and the protocol models
+#                                     (scripts/dev/models.sh)
 #   scripts/bootstrap.sh --paper      also TeX (latexmk and the LaTeX base), for paper/paper.pdf
 # Runs apt-get as root, or through sudo.
 set -euo pipefail

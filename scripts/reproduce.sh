@@ -13,7 +13,7 @@
 #   --only W,...      the sweep of these workloads only, and none of the other comparisons
 #   --modes M,...     flat, numa, go, go_numactl (Go per node), tbb, omp, fiber (the peers)
 #   --procs N,...     P counts
-#   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/sweep.py;
+#   --topology T,...  machine, 2node, 4node, 24node, xml:PATH, synthetic:DESC (scripts/pipeline/sweep.py;
 #                     the virtual set is a step of its own)
 #   --out DIR         results directory (default results/<UTC time>; results/latest points at it)
 #   --build-dir DIR   use this existing build (any build type) as it is: no bootstrap, no
@@ -21,7 +21,7 @@
 #   --virtual-build-dir DIR  the virtual-time build (-DNUGO_VIRTUAL_TIME=ON) for the virtual
 #                     set; without it, reproduce.sh makes build-release-virtual, or with
 #                     --build-dir leaves the virtual set out, saying so
-#   --rehearsal WHY   label everything the run writes a rehearsal (scripts/numa-check.sh
+#   --rehearsal WHY   label everything the run writes a rehearsal (scripts/dev/numa-check.sh
 #                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
@@ -158,7 +158,7 @@ if [ -z "$only" ] && [ ${#rehearsal[@]} -eq 0 ]; then
 fi
 
 # Everything the sweep will be asked is checked before anything runs (status 2 on bad input).
-$py scripts/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}"
+$py scripts/pipeline/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}"
 
 publish=""
 if [ -z "$out" ]; then
@@ -203,42 +203,42 @@ quick=()
 
 "$build/topology/nugo-topo" | sed -n 1,12p
 
-begin "workload sweep (scripts/sweep.py)"
-$py scripts/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" ${rehearsal[@]+"${rehearsal[@]}"} ||
+begin "workload sweep (scripts/pipeline/sweep.py)"
+$py scripts/pipeline/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" ${rehearsal[@]+"${rehearsal[@]}"} ||
   failed+=(sweep)
 if [ -z "$only" ]; then
-  begin "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/ablation.py)"
-  $py scripts/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}" || failed+=(ablation)
-  begin "micro-benchmarks beside Go and Boost.Fiber (scripts/micro.py)"
-  $py scripts/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}" || failed+=(micro)
-  begin "sysmon, preemption and system calls beside Go (scripts/preempt.py)"
-  $py scripts/preempt.py --build-dir "$build" --out "$out/preempt" "${quick[@]}" || failed+=(preempt)
-  begin "HTTP under wrk and TCP echo beside Go (scripts/net.py)"
-  $py scripts/net.py --build-dir "$build" --out "$out/net" "${quick[@]}" || failed+=(net)
-  begin "NUMA mode against flat mode, and the policies (scripts/numa.py, numa_policies.py)"
-  $py scripts/numa.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa)
-  $py scripts/numa_policies.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa_policies)
-  begin "the execution tracer's cost and a timeline (scripts/tracer.py)"
-  $py scripts/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
+  begin "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/pipeline/ablation.py)"
+  $py scripts/pipeline/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}" || failed+=(ablation)
+  begin "micro-benchmarks beside Go and Boost.Fiber (scripts/pipeline/micro.py)"
+  $py scripts/pipeline/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}" || failed+=(micro)
+  begin "sysmon, preemption and system calls beside Go (scripts/pipeline/preempt.py)"
+  $py scripts/pipeline/preempt.py --build-dir "$build" --out "$out/preempt" "${quick[@]}" || failed+=(preempt)
+  begin "HTTP under wrk and TCP echo beside Go (scripts/pipeline/net.py)"
+  $py scripts/pipeline/net.py --build-dir "$build" --out "$out/net" "${quick[@]}" || failed+=(net)
+  begin "NUMA mode against flat mode, and the policies (scripts/pipeline/numa.py, numa_policies.py)"
+  $py scripts/pipeline/numa.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa)
+  $py scripts/pipeline/numa_policies.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa_policies)
+  begin "the execution tracer's cost and a timeline (scripts/pipeline/tracer.py)"
+  $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
 fi
 if [ -n "$vbuild" ]; then
   # VIRTUAL TIME: every row says clock = virtual. Three repetitions by default (about 11
   # minutes on 2 cores); flat and NUMA mode only (Go and the peers cannot run in it).
-  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/sweep.py --topology virtual, virtual.py)"
+  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py)"
   vreps=()
   [ "$profile" = default ] && vreps=(--repetitions 3)
-  $py scripts/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
+  $py scripts/pipeline/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
     --out "$out/virtual" "${profile_flag[@]}" ${vreps[@]+"${vreps[@]}"} || failed+=(virtual)
   # Virtual time's validation: agreement with real time at 1 and 2 Ps, fork-join on 1 to 256
-  # virtual CPUs against the work and span laws, and determinism (scripts/virtual.py).
-  $py scripts/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" || failed+=(virtual-validation)
+  # virtual CPUs against the work and span laws, and determinism (scripts/pipeline/virtual.py).
+  $py scripts/pipeline/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" || failed+=(virtual-validation)
 elif [ -z "$only" ]; then
   echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
   echo "  scripts/test.sh --virtual makes build-virtual/)"
 fi
 
-begin "figures and the paper's numbers (scripts/plot.py)"
-$py scripts/plot.py "$out" || failed+=(plot)
+begin "figures and the paper's numbers (scripts/pipeline/plot.py)"
+$py scripts/pipeline/plot.py "$out" || failed+=(plot)
 
 begin "the paper (latexmk)"
 rm -rf "$out/paper"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/catalogue.py against what it describes.
+"""scripts/pipeline/catalogue.py against what it describes.
 
 usage: tests/catalogue_test.py STATS_JSON NUGO_TOPO
 
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import catalogue  # noqa: E402
+from pipeline import catalogue  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -46,7 +46,7 @@ TEST_CASE("goroutines yielding beside compute at a 20 us slice do not hang", "[h
 }
 
 // Each program is a few hundred goroutines doing everything program.hpp lists; the soak
-// (scripts/soak.sh) runs them for hours, the suite five hundred.
+// (scripts/dev/soak.sh) runs them for hours, the suite five hundred.
 TEST_CASE("400 seeded random programs at 20-50 us slices run clean", "[hostile]") {
   for (int batch = 0; batch < 4; ++batch) {
     std::string env = batch == 3 ? "NUGO_PROCS=8 NUGO_TIMESLICE=20us" : "NUGO_PROCS=2 NUGO_TIMESLICE=50us";

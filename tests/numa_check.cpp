@@ -1,5 +1,5 @@
 // nugo_numa_check: placement checks that only a kernel with real NUMA nodes can prove, run by
-// scripts/numa-check.sh natively (on a one-node machine they check what one node can show) and
+// scripts/dev/numa-check.sh natively (on a one-node machine they check what one node can show) and
 // inside a QEMU guest with 2 or 4 nodes (and one with a memory-only node). Each check prints
 // "NUGO-CHECK <name> PASS|FAIL <detail>"; the exit status is 0 only when every check passed.
 //

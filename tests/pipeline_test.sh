@@ -3,12 +3,12 @@
 #   tests/pipeline_test.sh latency BUILD   the memory latency model: on by default on an
 #                                          emulated multi-node topology, off on request,
 #                                          refused on a real one
-#   tests/pipeline_test.sh plot WORK       scripts/plot.py on a copy of the committed sample
+#   tests/pipeline_test.sh plot WORK       scripts/pipeline/plot.py on a copy of the committed sample
 #                                          results makes every figure and the paper's macros
 #   tests/pipeline_test.sh reproduce BUILD WORK
 #                                          scripts/reproduce.sh --quick --only fib, end to end
 #   tests/pipeline_test.sh ablation BUILD WORK
-#                                          scripts/ablation.py --quick: every arm places, or does
+#                                          scripts/pipeline/ablation.py --quick: every arm places, or does
 #                                          not, as it says (the runtime's and the workload's
 #                                          counters), with the binding held equal
 #   tests/pipeline_test.sh bad-input BUILD bad arguments exit with status 2 before anything runs
@@ -49,7 +49,7 @@ case "${1:-}" in
   plot)
     work=$2/plot-sample
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
-    $py "$root/scripts/plot.py" "$work" || fail "plot.py failed"
+    $py "$root/scripts/pipeline/plot.py" "$work" || fail "plot.py failed"
     for f in scalability locality memory-speedup ablation penalty peers-compute peers-memory peers-communication \
              micro preempt http timeline virtual virtual-speedup; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
@@ -79,7 +79,7 @@ case "${1:-}" in
     $py - "$work/virtual/results.csv" "$root/scripts" <<'PY' || fail "the locality targets' table is wrong"
 import sys
 sys.path.insert(0, sys.argv[2])
-import explib, sweep
+from pipeline import explib, sweep
 targets = sweep.summarize(explib.read_results(sys.argv[1]))["targets"]
 assert targets, "no locality targets judged"
 assert all(t["topology"].endswith("(virtual)") for t in targets), targets
@@ -92,10 +92,10 @@ PY
       fail "the ablation's captions do not call the modelled speedups a projection"
     grep -q 'hollow markers: more Ps than CPUs' "$work/generated/captions.tex" ||
       fail "the scalability caption does not say how oversubscribed points are marked"
-    # The paper's rules (scripts/paper_check.py): no typed number, every macro the paper uses one
+    # The paper's rules (scripts/check/paper_check.py): no typed number, every macro the paper uses one
     # that plot.py writes (here from the sample) or a checked constant or published number, every
     # citation in references.bib.
-    $py "$root/scripts/paper_check.py" --numbers "$work/generated/numbers.tex" || fail "paper_check.py failed"
+    $py "$root/scripts/check/paper_check.py" --numbers "$work/generated/numbers.tex" || fail "paper_check.py failed"
     grep -q '\\newcommand{\\tableVirtual}' "$work/generated/tables.tex" || fail "tables.tex has no virtual table"
     grep -q '\\newcommand{\\tablePeers}' "$work/generated/tables.tex" || fail "tables.tex has no peers table"
     # results.md: the same numbers as Markdown, each figure it shows drawn, the tables in it.
@@ -110,8 +110,8 @@ PY
     # uses (as n/a), so that the paper builds from any results directory.
     empty=$work/empty-run
     rm -rf "$empty" && mkdir -p "$empty" && head -1 "$work/results.csv" > "$empty/results.csv"
-    $py "$root/scripts/plot.py" "$empty" >/dev/null || fail "plot.py failed on a results directory without runs"
-    $py "$root/scripts/paper_check.py" --numbers "$empty/generated/numbers.tex" >/dev/null ||
+    $py "$root/scripts/pipeline/plot.py" "$empty" >/dev/null || fail "plot.py failed on a results directory without runs"
+    $py "$root/scripts/check/paper_check.py" --numbers "$empty/generated/numbers.tex" >/dev/null ||
       fail "the paper uses a macro that plot.py leaves undefined when its experiment did not run"
     # ... and it catches what it is for: a typed number, an unknown key, a constant the source
     # does not hold, a published number without a source.
@@ -121,13 +121,13 @@ PY
     sed -i 's/^\\section{Introduction}/\\section{Introduction} It is 42 percent faster~\\cite{no-such-key}./' "$bad/paper.tex"
     sed -i 's/^\\newcommand{\\constRunqSize}{256}/\\newcommand{\\constRunqSize}{512}/' "$bad/constants.tex"
     echo '\newcommand{\pubNowhere}{7}  % nothing' >> "$bad/published.tex"
-    out=$($py "$root/scripts/paper_check.py" "$bad" 2>&1); rc=$?
+    out=$($py "$root/scripts/check/paper_check.py" "$bad" 2>&1); rc=$?
     [ $rc -eq 1 ] || fail "paper_check.py passed a broken paper (exit $rc)"
     for what in "the number '42' is typed" "cite key no-such-key is not in references.bib" \
                 "constRunqSize = 512, but core/src/sched/p.hpp" "pubNowhere names no BibTeX key"; do
       echo "$out" | grep -q "$what" || fail "paper_check.py did not say: $what"
     done
-    $py "$root/scripts/plot.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "plot.py without results.csv did not exit 2"
+    $py "$root/scripts/pipeline/plot.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "plot.py without results.csv did not exit 2"
     echo "plot.py: every figure, every macro the paper uses; paper_check.py holds and catches what it is for"
     ;;
   reproduce)
@@ -177,7 +177,7 @@ PY
   ablation)
     build=$2 work=$3/ablation-quick
     rm -rf "$work"
-    $py "$root/scripts/ablation.py" --build-dir "$build" --out "$work" --quick --only triad,triad_skew,spmv,fib \
+    $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out "$work" --quick --only triad,triad_skew,spmv,fib \
       >"$work.log" 2>&1 || { tail -20 "$work.log" >&2; fail "ablation.py --quick failed"; }
     [ -f "$work/ablation.md" ] && [ -f "$work/ablation.json" ] || fail "ablation.md or ablation.json missing"
     grep -q "PROJECTION under the latency model" "$work/ablation.md" || fail "ablation.md does not call its speedups a projection"
@@ -187,7 +187,7 @@ PY
     $py - "$work/results.csv" "$root/scripts" <<'PY' || fail "an ablation arm does not do what it says"
 import csv, sys
 sys.path.insert(0, sys.argv[2])
-from ablation import PLACES as places  # the arms as ablation.py defines them
+from pipeline.ablation import PLACES as places  # the arms as ablation.py defines them
 policy = {"neither": "steal=flat", "placement": "steal=flat", "hierarchy": "steal=nearest", "both": "steal=nearest",
           "pinned": "steal=nearest"}
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -219,14 +219,14 @@ PY
     # with its settings on the row, and sweep.md sets nugo against each of them per kind.
     build=$2 work=$3/peers-quick
     rm -rf "$work"
-    $py "$root/scripts/sweep.py" --build-dir "$build" --out "$work" --quick --topology machine --procs 1,2 \
+    $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out "$work" --quick --topology machine --procs 1,2 \
       --modes flat,tbb,omp,fiber,go_numactl --only fib,triad,sieve --repetitions 2 >"$work.log" 2>&1 \
       || { tail -20 "$work.log" >&2; fail "sweep.py with the peers failed"; }
     $py - "$work/results.csv" "$root/scripts" "$build" <<'PY' || fail "a peer's rows are not what was asked"
 import csv, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-import sweep
+from pipeline import sweep
 cpus = {n: sweep.nugo_cpus(Path(sys.argv[3]), n).replace("/", ",").split(",") for n in (1, 2)}
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert rows and all(r["ok"] == "1" for r in rows), [r["error"] for r in rows if r["ok"] != "1"]
@@ -266,7 +266,7 @@ PY
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-import explib, sweep
+from pipeline import explib, sweep
 for w in sweep.DIVISIBLE:
     result, errors = sweep.go_per_node_run(Path(sys.argv[2]), w, "tiny", 2 * len(sweep.cpu_nodes()),
                                            explib.go_environment(Path(sys.argv[3])), 120)
@@ -282,20 +282,20 @@ PY
     expect_status 2 bash "$root/scripts/reproduce.sh" --quick --procs 5000 --build-dir "$build" --out /tmp/never
     expect_status 2 bash "$root/scripts/reproduce.sh" --quick --full
     expect_status 2 bash "$root/scripts/reproduce.sh" --frobnicate
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --modes flat,warp --dry-run
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology virtual \
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --modes flat,warp --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --topology 3node --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --topology virtual \
       --virtual-build-dir /nonexistent --dry-run
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology v2x16 \
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --topology v2x16 \
       --virtual-build-dir "$build/experiments" --dry-run  # not a configured virtual-time build
     expect_status 2 bash "$root/scripts/reproduce.sh" --quick --topology virtual --build-dir "$build" --out /tmp/never
-    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --topology v2x16 --dry-run
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --bind socket --dry-run
-    expect_status 2 $py "$root/scripts/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
-    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --arms flat,sideways --dry-run
-    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --penalties 0.5 --dry-run
-    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --topology machine --dry-run
-    expect_status 2 $py "$root/scripts/ablation.py" --build-dir "$build" --out /tmp/never --only sieve --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --topology v2x16 --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --bind socket --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/sweep.py" --build-dir "$build" --out /tmp/never --topology 2node --procs 30 --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --arms flat,sideways --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --penalties 0.5 --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --topology machine --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --only sieve --dry-run
     expect_status 2 "$build/experiments/nugo-workload" triad --placement somewhere
     expect_status 2 "$build/experiments/nugo-workload" triad --latency-penalty 0.9
     expect_status 2 "$build/experiments/nugo-workload" fib --latency-penalty 2  # no model: no penalty

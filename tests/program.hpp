@@ -1,5 +1,5 @@
 // Random programs that check themselves: the soak's generator (hostile.cpp "random SEED",
-// scripts/soak.sh) and the fuzzer's interpreter (tests/fuzz/fuzz_program.cpp) are one
+// scripts/dev/soak.sh) and the fuzzer's interpreter (tests/fuzz/fuzz_program.cpp) are one
 // interpreter fed by two kinds of choices, a seeded generator or the fuzzer's bytes.
 //
 // A program is a tree of goroutines. Each takes up to 60 steps, every step one operation

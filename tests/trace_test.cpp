@@ -1,6 +1,6 @@
 // The execution tracer's interface (nugo/trace.hpp): start and stop from goroutines while the
 // scheduler runs, the errors, the cap, discard. The whole-run traces are checked against the
-// statistics by scripts/trace_check.py (tests/CMakeLists.txt); here the files get the checks
+// statistics by scripts/check/trace_check.py (tests/CMakeLists.txt); here the files get the checks
 // a C++ test can make without a JSON parser: the frame, and a begin for every end; and the
 // temporary file's records on their own.
 #include <unistd.h>

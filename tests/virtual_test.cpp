@@ -117,7 +117,7 @@ TEST_CASE("16 virtual CPUs run fork-join in less virtual time than one", "[virtu
 
 TEST_CASE("at 1 and 2 virtual CPUs on this machine, fib's virtual time is its real time, "
           "within a factor of two", "[virtual]") {
-  // The validation's first item at a small size (scripts/virtual.py measures it at the
+  // The validation's first item at a small size (scripts/pipeline/virtual.py measures it at the
   // workloads' sizes, with intervals): the same process, the same machine, the clock switched.
   for (int procs : {1, 2}) {
     nugo::Config real_cfg = nugo::Config::from_env();

@@ -6,7 +6,7 @@
 //                         with an empty handler; the median of 5 rounds, each against a run
 //                         without signals just before. Asynchronous preemption pays this
 //                         at least.
-// Plain threads, no runtime. Prints one JSON object; scripts/preempt.py shows it.
+// Plain threads, no runtime. Prints one JSON object; scripts/pipeline/preempt.py shows it.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>

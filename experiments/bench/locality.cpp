@@ -4,7 +4,7 @@
 //   nugo-locality fib N     fork-join fib(N), one goroutine per call with N >= 2
 //   nugo-locality skynet    the skynet tree, 1,000,000 leaves, 10-way, over channels
 //
-// It exists for scripts/numa.py's locality section: the runtime's statistics (NUGO_STATS=PATH,
+// It exists for scripts/pipeline/numa.py's locality section: the runtime's statistics (NUGO_STATS=PATH,
 // written when run() returns) then count this workload and nothing else, which a Google
 // Benchmark process with its warm-up and repeated iterations would not give. The workloads
 // are nugo-bench's own (experiments/workloads/forkjoin.hpp).

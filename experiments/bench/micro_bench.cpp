@@ -1,5 +1,5 @@
 // nugo's micro-benchmarks. The names are shared with the Go and Boost.Fiber twins
-// (experiments/baselines) and with scripts/micro.py, which runs all three side by side and
+// (experiments/baselines) and with scripts/pipeline/micro.py, which runs all three side by side and
 // prints ratios. Every figure is real (wall-clock) time per unit of work:
 //   raw_switch               one Boost.Context jump_fcontext round trip (two switches): the floor
 //   raw_switch_nugo          the same with nugo's own jump (core/src/base/switch_amd64.S), which

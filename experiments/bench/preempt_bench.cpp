@@ -1,5 +1,5 @@
 // nugo-preempt-bench: sysmon, preemption and system calls, beside their Go twins in
-// experiments/baselines/go/preempt_test.go (scripts/preempt.py runs both).
+// experiments/baselines/go/preempt_test.go (scripts/pipeline/preempt.py runs both).
 //   preempt_latency/slice:S   1 P: a call-free spinning hog, and a goroutine sleeping 100 us
 //                             in a loop; p50_us/p99_us of how late each sleep returns
 //   preempt_latency/lock_hog:S   the same with a hog that holds a std::mutex for 20 us at a

@@ -182,7 +182,7 @@ inline std::vector<NodeShare> shares(std::size_t total, int per_p, int heavy = 1
 //          another node may take it, as the stealing rules allow).
 //   go     each worker is started with nugo::go by the main goroutine: the program says
 //          nothing, and the workers start where it runs or wherever a thief takes them.
-// With NUGO_NUMA steal=flat|nearest this makes the ablation of scripts/sweep.py, which
+// With NUGO_NUMA steal=flat|nearest this makes the ablation of scripts/pipeline/sweep.py, which
 // separates placement from the stealing hierarchy. Counted per run, to show what each arm did:
 // the workers, and how many of them began their work on their data's node (the runtime's
 // statistics count the goroutines it placed: `placed`).

@@ -4,7 +4,7 @@
 // program ends when its bytes do. A program that breaks an invariant aborts with the broken
 // invariant named, so libFuzzer saves the input; a hang is libFuzzer's -timeout.
 //
-// Built by scripts/fuzz.sh (clang, -fsanitize=fuzzer plus ASan and UBSan), which also runs it.
+// Built by scripts/dev/fuzz.sh (clang, -fsanitize=fuzzer plus ASan and UBSan), which also runs it.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // The execution tracer: records what the scheduler did (goroutines created, run, blocked and
 // woken, steals, preemptions, system calls, Ps and Ms starting and stopping, timers, the
 // network poller) and writes it as Chrome trace-event JSON, which Perfetto
-// (https://ui.perfetto.dev) and chrome://tracing open, and scripts/timeline.py draws.
+// (https://ui.perfetto.dev) and chrome://tracing open, and scripts/tools/timeline.py draws.
 // NUGO_TRACE=PATH records a whole run; start() and stop() a part of one. core/README.md,
 // "Execution tracer", describes the records, the file and what tracing costs.
 #pragma once

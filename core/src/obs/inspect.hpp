@@ -2,7 +2,9 @@
 // (sched/inspect.cpp), so that the include arrows run one way, sched -> obs: no obs file
 // includes a scheduler header (obs's include path has none, and tests/walls_test.sh checks the
 // relative paths). Every answer is a copy, taken by the scheduler under its own locks; obs's
-// reports take no scheduler lock themselves, so obs is no part of the scheduler's lock order.
+// code takes no scheduler lock itself. (obs's own locks still sit in the order: the tracer's
+// stop holds its session lock while for_each_trace_slot takes the M list's, and Ms record
+// under domain locks into buffers guarded by the tracer's pool and shared locks.)
 //
 // Go's equivalents read the runtime's structures in place (schedtrace, forEachG, traceback);
 // here the scheduler hands out plain values, which obs formats.

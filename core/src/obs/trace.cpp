@@ -1,7 +1,7 @@
 // The execution tracer (nugo/trace.hpp; core/README.md, "Execution tracer").
 //
 // Recording. Each M appends records of one or two 16-byte slots (trace_file.hpp) to a buffer of
-// its own (M::trace_buf), which only its thread writes, with plain stores. A full buffer goes on
+// its own (TraceSlot::buf), which only its thread writes, with plain stores. A full buffer goes on
 // a lock-free stack for the writer thread, which appends it to a temporary file beside the
 // trace (unlinked at once) and puts it back in the pool; the M takes a fresh buffer from the
 // pool, under a mutex, once every 2,046 to 4,091 records, allocating only while the pool is
@@ -233,7 +233,7 @@ void writer_main(Session* s) {
 }
 
 // The calling thread's M's slot (trace_bind_thread), null on threads that are not Ms.
-thread_local TraceSlot* tls_slot = nullptr;
+thread_local TraceSlot* tls_slot NUGO_TLS_IE = nullptr;
 
 // The M's next buffer: the first of this trace, or a fresh one for a full one.
 [[gnu::noinline]] TraceBuf* next_buffer(TraceSlot* m) {
@@ -250,7 +250,10 @@ thread_local TraceSlot* tls_slot = nullptr;
 }  // namespace
 
 void trace_bind_thread(TraceSlot* slot, std::uint32_t m_id) {
-  if (slot) slot->m = m_id;
+  if (slot) {
+    slot->m = m_id;
+    slot->lent = 0;  // a reused M's loan was its previous thread's
+  }
   tls_slot = slot;
 }
 
@@ -258,8 +261,8 @@ void trace_event(Ev kind, int p, std::int64_t g, std::uint64_t arg, std::uint32_
                  std::uint8_t b, Stamp stamp) {
   TraceSlot* m = tls_slot;
   if (!m) return shared_event({0, kind, b, static_cast<std::int16_t>(p), x, g, arg});
-  // Counted as a lock (virtual time): trace stop spins on trace_busy, so the quantum's signal
-  // must not pause a recorder inside this window (vtime.hpp).
+  // Counted as a lock (virtual time): trace stop spins on TraceSlot::busy, so the quantum's
+  // signal must not pause a recorder inside this window (vtime.hpp).
   vtime::lock_taken();
   if (trace_fence_by_membarrier.load(rlx)) {
     m->busy.store(1, rlx);

@@ -215,7 +215,11 @@ bool goroutine_entry(const Frame& f) {
 
 }  // namespace
 
-void traceback_here(Traceback* tb, int skip) { unwind_into(tb, skip + 1); }
+void traceback_here(Traceback* tb, int skip) {
+  unwind_into(tb, skip + 1);
+  // Not a tail call: this frame is on the stack in every build, so skip + 1 counts it.
+  asm volatile("" ::: "memory");
+}
 
 std::string format_traceback(const Traceback& tb, int max_frames) {
   std::string out;

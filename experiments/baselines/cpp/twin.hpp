@@ -1,7 +1,7 @@
 // The driver of the C++ peers' twins of nugo-workload: tbb-workload (oneTBB), omp-workload
 // (GCC's OpenMP) and fiber-workload (Boost.Fiber). Each twin supplies its kernels and how to
 // start its runtime; this gives all of them nugo-workload's command line, sizes, checks
-// (experiments/workloads/work.hpp) and JSON line, so that scripts/sweep.py runs them as more
+// (experiments/workloads/work.hpp) and JSON line, so that scripts/pipeline/sweep.py runs them as more
 // values of its mode factor:
 //
 //   tbb-workload fib --size small --procs 2 --bind pu

@@ -1,7 +1,7 @@
 // Boost.Fiber twins of nugo's scheduler micro-benchmarks.
 //
 // Each benchmark does the work of the nugo benchmark of the same name (see
-// experiments/baselines/README.md), so that scripts/micro.py can put nugo,
+// experiments/baselines/README.md), so that scripts/pipeline/micro.py can put nugo,
 // Go and Boost.Fiber side by side. Names are the contract with micro.py:
 //
 //   yield_ping/procs:1       ns per fiber switch (round_robin, 2 fibers)

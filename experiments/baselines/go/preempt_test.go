@@ -1,6 +1,6 @@
 package baselines
 
-// The Go twins of experiments/bench/preempt_bench.cpp (scripts/preempt.py runs both). Go's
+// The Go twins of experiments/bench/preempt_bench.cpp (scripts/pipeline/preempt.py runs both). Go's
 // time slice is fixed at 10 ms (forcePreemptNS), so only the 10 ms rows have a twin.
 
 import (

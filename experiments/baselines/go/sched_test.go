@@ -2,7 +2,7 @@
 //
 // Each benchmark here does the same work as the nugo benchmark of the same
 // name in experiments/bench (see experiments/baselines/README.md for the
-// mapping), so that scripts/micro.py can compare the two side by side in one
+// mapping), so that scripts/pipeline/micro.py can compare the two side by side in one
 // run on one machine. GOMAXPROCS is chosen with -test.cpu, which plays the
 // role of nugo's procs:N argument. This file holds the scheduler benchmarks
 // (goroutine creation, switching, fan-outs, skynet, fork-join fib,

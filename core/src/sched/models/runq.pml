@@ -1,6 +1,6 @@
 /*
  * The local run queue (core/src/runq.cpp) in Promela, for SPIN: no goroutine is lost and
- * none is run twice, whatever the interleaving of its owner with thieves. scripts/models.sh
+ * none is run twice, whatever the interleaving of its owner with thieves. scripts/dev/models.sh
  * checks it exhaustively, and checks that mutants (a rule of the C++ taken out) fail:
  * MUTANT_GET_NO_CAS (runqget advances head with a store), MUTANT_RUNNEXT_NO_CAS (runqget
  * empties runnext with a store), MUTANT_PUTSLOW_NO_CAS (runqputslow moves head with a store).

@@ -1,6 +1,6 @@
 /*
  * The spinning and parking protocol of one domain, in Promela, for SPIN (Debian's `spin`):
- * no lost wake-up. scripts/models.sh checks it (exhaustively), and checks that the mutant
+ * no lost wake-up. scripts/dev/models.sh checks it (exhaustively), and checks that the mutant
  * without the spinner's re-check does lose a wake-up, so that the model is known to see one.
  *
  * What is modelled, with the C++ each step stands for:

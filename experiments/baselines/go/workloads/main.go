@@ -317,7 +317,7 @@ var part = struct{ k, n int }{0, 1}
 
 // ready is called once the kernel's data is set up, just before its timed region: with
 // -barrier it says "ready" on stdout and waits for a line on stdin, so that the driver of the
-// N processes (scripts/sweep.py, mode go_numactl) can start their kernels together.
+// N processes (scripts/pipeline/sweep.py, mode go_numactl) can start their kernels together.
 var ready = func() {}
 
 func barrier() {

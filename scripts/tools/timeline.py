@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Draws execution traces of nugo (NUGO_TRACE) as timelines: where goroutines ran, and when.
 
-usage: scripts/timeline.py TRACE.json [TRACE.json ...] -o TIMELINE.png [--from MS] [--to MS]
+usage: scripts/tools/timeline.py TRACE.json [TRACE.json ...] -o TIMELINE.png [--from MS] [--to MS]
                            [--title TEXT ...]
 
 One panel per trace, stacked, on one time axis each (milliseconds from the trace's start). A

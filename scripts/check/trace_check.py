@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks an execution trace of nugo (NUGO_TRACE) for what its readers rely on.
 
-usage: scripts/trace_check.py TRACE.json [--stats STATS.json] [--expect-steals]
+usage: scripts/check/trace_check.py TRACE.json [--stats STATS.json] [--expect-steals]
 
 The trace must be JSON that Python's json module loads, in the Chrome trace-event format:
 every track's events in time order, every goroutine slice begun and ended on the same track and

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The paper's rules, checked: every number is a macro, every citation resolves.
 
-usage: scripts/paper_check.py [--numbers GENERATED_NUMBERS_TEX] [PAPER_DIR]
+usage: scripts/check/paper_check.py [--numbers GENERATED_NUMBERS_TEX] [PAPER_DIR]
 
 PAPER_DIR (default paper/) holds paper.tex, references.bib, constants.tex and published.tex.
 Checks, each failure printed with its line:
   1. No digit in the text of paper.tex (its document body, comments, verbatim, \\texttt{},
      labels, references, citations and figure widths aside): every number is a macro.
-     Results are \\num... (scripts/plot.py writes them from a results directory), design constants
+     Results are \\num... (scripts/pipeline/plot.py writes them from a results directory), design constants
      \\const... (constants.tex), published numbers of other papers \\pub... (published.tex).
   2. Every \\cite key is an entry of references.bib, and no two entries share a key.
   3. Every \\const... macro's value is in the source file its line names, at the text it gives
@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Macros whose names the paper may use with digits around them removed: results, constants,
 # published numbers, generated tables and captions, and the provenance labels.
 MACRO = re.compile(r"\\(num|const|pub|table|caption|has)[A-Za-z]+")
@@ -96,11 +96,11 @@ def main() -> int:
     numbers = None
     if args[:1] == ["--numbers"]:
         if len(args) < 2:
-            print("usage: scripts/paper_check.py [--numbers NUMBERS_TEX] [PAPER_DIR]", file=sys.stderr)
+            print("usage: scripts/check/paper_check.py [--numbers NUMBERS_TEX] [PAPER_DIR]", file=sys.stderr)
             return 2
         numbers, args = Path(args[1]), args[2:]
     if len(args) > 1 or any(a.startswith("-") for a in args):
-        print("usage: scripts/paper_check.py [--numbers NUMBERS_TEX] [PAPER_DIR]", file=sys.stderr)
+        print("usage: scripts/check/paper_check.py [--numbers NUMBERS_TEX] [PAPER_DIR]", file=sys.stderr)
         return 2
     paper = Path(args[0]) if args else ROOT / "paper"
     files = {name: paper / name for name in ("paper.tex", "references.bib", "constants.tex", "published.tex")}

@@ -9,7 +9,7 @@ that names it (machine_spec), never a substitute shape.
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MACHINES_DIR = ROOT / "topology" / "machines"
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The execution tracer: what it costs, and the README's timeline of a fork-join run.
 
-usage: scripts/tracer.py BUILD_DIR OUT_DIR [--quick] [--before OLD_BUILD_DIR]
+usage: scripts/pipeline/tracer.py BUILD_DIR OUT_DIR [--quick] [--before OLD_BUILD_DIR]
 
 1. Cost of tracing on: BUILD/experiments/nugo-bench runs yield_ping (procs:1) and skynet
    (procs:1, procs:2) beside their *_traced twins, the same loops with nugo::trace recording
@@ -14,8 +14,8 @@ usage: scripts/tracer.py BUILD_DIR OUT_DIR [--quick] [--before OLD_BUILD_DIR]
    Beside them, if `go` is on PATH: Go 1.19's own tracer on the twins of these benchmarks
    (experiments/baselines/go, `-test.trace`), the same ratio for Go.
 3. The timeline: nugo-locality's fork-join fib(20) on the emulated 2-node machine (4 Ps), flat
-   and NUMA mode, traced (NUGO_TRACE), checked by scripts/trace_check.py against NUGO_STATS,
-   and drawn by scripts/timeline.py (Debian's /usr/bin/python3 with python3-matplotlib) into
+   and NUMA mode, traced (NUGO_TRACE), checked by scripts/check/trace_check.py against NUGO_STATS,
+   and drawn by scripts/tools/timeline.py (Debian's /usr/bin/python3 with python3-matplotlib) into
    OUT_DIR/timeline-fork-join.png. EMULATED: scheduler decisions on an emulated topology,
    folded onto this machine's CPUs.
 
@@ -31,12 +31,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
-import micro  # noqa: E402  (the Go twin's names and its output)
-import numa  # noqa: E402  (the emulated topologies and the process runner)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
+from pipeline import micro  # noqa: E402  (the Go twin's names and its output)
+from pipeline import numa  # noqa: E402  (the emulated topologies and the process runner)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ON_PAIRS = [("yield_ping/procs:1", 2.0), ("skynet/procs:1", 1.15), ("skynet/procs:2", 1.15)]
 OFF_NAMES = ["yield_ping/procs:1", "chan_sync/procs:1", "chan_sync/procs:2", "skynet/procs:2"]
 PYTHON_WITH_MATPLOTLIB = "/usr/bin/python3"
@@ -145,7 +145,7 @@ def timeline(build, out, progress):
         r = numa.run_process([str(exe), "fib", "20"], env)
         if r.returncode != 0:
             raise RuntimeError(f"nugo-locality fib 20 ({mode}) failed: {r.stderr[-2000:]}")
-        check = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_check.py"), str(trace),
+        check = subprocess.run([sys.executable, str(ROOT / "scripts" / "check" / "trace_check.py"), str(trace),
                                 "--stats", str(stats)], capture_output=True, text=True)
         if check.returncode != 0:
             raise RuntimeError(f"trace_check.py {trace}: {check.stderr.strip()}")
@@ -153,7 +153,7 @@ def timeline(build, out, progress):
         traces.append(trace)
     progress.step("drawing the timeline")
     png = out / "timeline-fork-join.png"
-    r = subprocess.run([PYTHON_WITH_MATPLOTLIB, str(ROOT / "scripts" / "timeline.py"),
+    r = subprocess.run([PYTHON_WITH_MATPLOTLIB, str(ROOT / "scripts" / "tools" / "timeline.py"),
                         *map(str, traces), "-o", str(png)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"timeline.py failed: {r.stderr.strip()}")
@@ -202,7 +202,7 @@ def main():
         return 1
 
     lines = ["# What the execution tracer costs", "",
-             f"Command: `python3 scripts/tracer.py {shown_build} {out}{' --quick' if quick else ''}"
+             f"Command: `python3 scripts/pipeline/tracer.py {shown_build} {out}{' --quick' if quick else ''}"
              f"{f' --before {before}' if before else ''}`; medians of {reps} repetitions with their "
              "range (min to max), real time per unit of work, measured on this machine (not "
              "emulated). A ratio's range pairs the extremes of the two ranges.", "",
@@ -239,7 +239,7 @@ def main():
     lines += ["", f"Timeline (EMULATED 2-node topology, scheduler decisions only): `{png}`."]
     (out / "overhead.md").write_text("\n".join(lines) + "\n")
     explib.write_json(out / "overhead.json", {"tracing_on": rows, "tracing_off": off_rows, "timeline": str(png)},
-                      {"quick": quick, "repetitions": reps}, [explib.quote(["scripts/tracer.py"] + sys.argv[1:])])
+                      {"quick": quick, "repetitions": reps}, [explib.quote(["scripts/pipeline/tracer.py"] + sys.argv[1:])])
     print("\n".join(lines))
     return 0
 

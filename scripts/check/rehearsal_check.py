@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Checks what the users' command wrote inside a QEMU guest: the results of
-scripts/numa-check.sh --vm N --reproduce (see its header, "The rehearsal").
+scripts/dev/numa-check.sh --vm N --reproduce (see its header, "The rehearsal").
 
-    scripts/rehearsal_check.py OUT --expect FILE --masked-nodes 1,3 --only fib,triad,fanin
+    scripts/check/rehearsal_check.py OUT --expect FILE --masked-nodes 1,3 --only fib,triad,fanin
                                --build-dir BUILD
 
 OUT holds, from the guest: default-mode.{json,stats.json,status} and topo.txt (the whole guest),
 whole/ (scripts/reproduce.sh --quick there), masked-default-mode.*, masked-topo.txt and masked/
-(the runtime's choice, nugo-topo and scripts/sweep.py on triad under taskset -c on the CPUs of
+(the runtime's choice, nugo-topo and scripts/pipeline/sweep.py on triad under taskset -c on the CPUs of
 the masked nodes), and cgroup-default-mode.*, cgroup-topo.txt and cgroup/ (the same in a
 cgroup v2 cpuset of those nodes' CPUs and memory). FILE has a line
 "NODE|CPULIST|DISTANCES" per node of the guest, as QEMU was told to make it.
@@ -29,8 +29,8 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402  (cpu_list, workload_names: the same parsing as sweep.py's)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402  (cpu_list, workload_names: the same parsing as sweep.py's)
 
 # What plot.py draws from a sweep of flat, numa and the peers on `machine` alone.
 SWEEP_FIGURES = ("scalability", "locality", "memory-speedup")
@@ -130,13 +130,13 @@ def run(c: Checks, out: Path, name: str, nodes: list[int], expect: dict, only: l
         confined: str = "") -> None:
     """One run of the pipeline in the guest: on the whole guest (scripts/reproduce.sh: then also
     the figures, numbers.tex and the paper), or confined to some nodes by an affinity mask
-    (confined="taskset") or a cgroup cpuset ("cgroup"), where scripts/sweep.py ran: its exit
+    (confined="taskset") or a cgroup cpuset ("cgroup"), where scripts/pipeline/sweep.py ran: its exit
     status, results.csv, machine.json and sweep.md."""
     masked = bool(confined)
     d = out / name
     cpus = sorted(c_ for n in nodes for c_ in expect[n][0])
     status = read_text(out / f"{name}.status").strip()
-    program = "scripts/sweep.py" if masked else "scripts/reproduce.sh"
+    program = "scripts/pipeline/sweep.py" if masked else "scripts/reproduce.sh"
     c.check(f"{name}-exit", status == "0", f"{program} exit status {status or '? (it did not finish)'}"
             f" (its output: the console log)")
 

@@ -2,7 +2,7 @@
 """The ablation of NUMA mode on the memory-bound workloads: placement and the stealing hierarchy
 separated, each workload run under every arm at every remote penalty of the latency model.
 
-usage: scripts/ablation.py --out DIR [--build-dir BUILD] [--quick | --full] [--only W,...]
+usage: scripts/pipeline/ablation.py --out DIR [--build-dir BUILD] [--quick | --full] [--only W,...]
                            [--arms A,...] [--penalties R,...] [--topology T,...] [--procs N,...]
                            [--bind B] [--repetitions R] [--seed S] [--dry-run] [--render]
 
@@ -51,7 +51,7 @@ no more Ps than CPUs), --full (default sizes, 2node and 4node at one and two Ps 
 
 Writes DIR/results.csv (sweep.py's columns, one row per run), DIR/ablation.json (settings,
 commands, medians with 95% bootstrap intervals), DIR/ablation.md (the tables) and DIR/logs/.
-scripts/plot.py draws ablation.png and penalty.png from it. Exit status 0 when every run
+scripts/pipeline/plot.py draws ablation.png and penalty.png from it. Exit status 0 when every run
 succeeded, 1 when one failed, 2 on bad input (before anything runs).
 """
 import csv
@@ -62,9 +62,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
-import sweep  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
+from pipeline import sweep  # noqa: E402
 
 PROG = "ablation.py"
 ARMS = {a.name: a for a in (

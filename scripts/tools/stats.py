@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The scheduler statistics of one run (NUGO_STATS), as a table and as a locality chart.
 
-usage: scripts/stats.py STATS.json [-o CHART.png]
+usage: scripts/tools/stats.py STATS.json [-o CHART.png]
 
 Prints, per node and in total: goroutine runs at home and away, steals within the node and
 from other nodes, goroutines moved across nodes (and by distance), cross-node wake-ups,
@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalogue import STATS_COUNTERS as COUNTERS  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline.catalogue import STATS_COUNTERS as COUNTERS  # noqa: E402
 
 
 def fail(msg: str) -> int:

@@ -2,17 +2,17 @@
 # Runs nugo's NUMA check programs on a real multi-node Linux kernel: Debian's kernel booted
 # under QEMU (software emulation, TCG) with 2 or 4 NUMA nodes of 2 CPUs each and a distance
 # matrix, or natively on this machine.
-#   scripts/numa-check.sh                      natively (this machine: usually one node)
-#   scripts/numa-check.sh --vm 2               a 2-node guest, distances 10/21
-#   scripts/numa-check.sh --vm 4               a 4-node guest: 10 local, 16 to the other node of
+#   scripts/dev/numa-check.sh                      natively (this machine: usually one node)
+#   scripts/dev/numa-check.sh --vm 2               a 2-node guest, distances 10/21
+#   scripts/dev/numa-check.sh --vm 4               a 4-node guest: 10 local, 16 to the other node of
 #                                              its pair (0-1, 2-3), 32 to the nodes of the other pair
-#   scripts/numa-check.sh --vm 2 --memory-node a 2-node guest plus a memory-only node (no CPUs),
+#   scripts/dev/numa-check.sh --vm 2 --memory-node a 2-node guest plus a memory-only node (no CPUs),
 #                                              distance 31 from the others
-#   scripts/numa-check.sh --vm 4 --reproduce   the users' command rehearsed in the 4-node guest:
+#   scripts/dev/numa-check.sh --vm 4 --reproduce   the users' command rehearsed in the 4-node guest:
 #                                              scripts/reproduce.sh --quick on the guest's whole
 #                                              machine and again under taskset on the CPUs of
 #                                              its odd-numbered nodes, then its results checked
-#                                              (scripts/rehearsal_check.py); see "The rehearsal"
+#                                              (scripts/check/rehearsal_check.py); see "The rehearsal"
 # Options: --build-dir DIR (default build), --timeout SECONDS (whole guest run, default 240;
 #          1200 with --reproduce),
 #          --node-mem MIB (memory per node, default 1024), --log FILE (console log; default
@@ -61,16 +61,16 @@
 #      figures and paper do not depend on the CPUs);
 #   4. in a cgroup v2 cpuset of the same nodes' CPUs and memory, as a container runs it: the
 #      same.
-# Then scripts/rehearsal_check.py checks what it wrote against the guest's nodes, CPUs and
+# Then scripts/check/rehearsal_check.py checks what it wrote against the guest's nodes, CPUs and
 # distances (NUGO-CHECK lines, as the other checks). The timings of a TCG guest mean nothing:
 # every file says REHEARSAL, and nothing of it is published or quoted.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 me=numa-check.sh
 
 usage() {
   cat >&2 <<'EOF'
-usage: scripts/numa-check.sh [--vm 2|4 [--memory-node | --reproduce [--out DIR] [--only W,...]]]
+usage: scripts/dev/numa-check.sh [--vm 2|4 [--memory-node | --reproduce [--out DIR] [--only W,...]]]
                              [--build-dir DIR] [--timeout SECONDS] [--node-mem MIB]
                              [--log FILE] [--extra PROG]... [--console] [--keep]
                              [--kernel FILE] [--append KERNEL-ARGS]
@@ -283,7 +283,7 @@ else
   if [ -n "$problem" ]; then
     check kernel-numa FAIL "$problem"
   elif [ "$nodes" -eq 1 ]; then
-    echo "NUGO-NOTE this machine has one NUMA node: no remote distance to check here (scripts/numa-check.sh --vm 2 or --vm 4 boots a multi-node kernel)"
+    echo "NUGO-NOTE this machine has one NUMA node: no remote distance to check here (scripts/dev/numa-check.sh --vm 2 or --vm 4 boots a multi-node kernel)"
     check kernel-numa PASS "1 node: $(echo "$kernel" | readable)"
   else
     check kernel-numa PASS "$nodes nodes: $(echo "$kernel" | readable)"
@@ -493,11 +493,11 @@ PY
     masked_nodes="$masked_nodes${masked_nodes:+,}$i"
     masked_cpus="$masked_cpus${masked_cpus:+,}$((2 * i)),$((2 * i + 1))"
   done
-  why="a QEMU TCG guest with $nodes NUMA nodes (scripts/numa-check.sh --vm $nodes --reproduce)"
+  why="a QEMU TCG guest with $nodes NUMA nodes (scripts/dev/numa-check.sh --vm $nodes --reproduce)"
   modes=flat,numa,go,go_numactl,tbb,omp,fiber
   {
     echo "#!/bin/bash"
-    echo "# Written by scripts/numa-check.sh --reproduce; runs in the guest, chrooted into this machine's"
+    echo "# Written by scripts/dev/numa-check.sh --reproduce; runs in the guest, chrooted into this machine's"
     echo "# file system (read-only over 9p, with a tmpfs laid over it); writes to /nugo-out only."
     printf 'root=%q build=%q only=%q modes=%q why=%q masked_cpus=%q masked_nodes=%q nodes=%q home=%q\n' \
       "$root" "$build" "$rehearsal_only" "$modes" "$why" "$masked_cpus" "$masked_nodes" "$nodes" "${HOME:-/root}"
@@ -530,10 +530,10 @@ status whole "${PIPESTATUS[0]}"
 # workload, whose data is placed per node (figures and the paper were drawn and built above,
 # and nothing in them depends on the CPUs).
 masked=$(tr "," "\n" <<<"$masked_cpus" | grep -c .)
-step "scripts/sweep.py --quick --only triad --procs $masked under taskset -c $masked_cpus"
+step "scripts/pipeline/sweep.py --quick --only triad --procs $masked under taskset -c $masked_cpus"
 default_run masked-default-mode taskset -c "$masked_cpus"
 taskset -c "$masked_cpus" "$build/topology/nugo-topo" --procs "$masked" >"$out/masked-topo.txt" 2>&1
-taskset -c "$masked_cpus" /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad \
+taskset -c "$masked_cpus" /usr/bin/python3 scripts/pipeline/sweep.py --quick --build-dir "$build" --only triad \
   --modes "$modes" --procs "$masked" --topology machine --out "$out/masked" \
   --rehearsal "$why, under taskset -c $masked_cpus" 2>&1 | sed -u 's/^/  masked | /'
 status masked "${PIPESTATUS[0]}"
@@ -548,7 +548,7 @@ if { [ -f $cg/cgroup.controllers ] || mount -t cgroup2 cgroup2 $cg; } &&
     echo "$BASHPID" >$cg/nugo-rehearsal/cgroup.procs || exit 1
     default_run cgroup-default-mode
     "$build/topology/nugo-topo" --procs "$masked" >"$out/cgroup-topo.txt" 2>&1
-    /usr/bin/python3 scripts/sweep.py --quick --build-dir "$build" --only triad --modes "$modes" \
+    /usr/bin/python3 scripts/pipeline/sweep.py --quick --build-dir "$build" --only triad --modes "$modes" \
       --procs "$masked" --topology machine --out "$out/cgroup" \
       --rehearsal "$why, in a cgroup cpuset (cpus $masked_cpus, mems $masked_nodes)" 2>&1 | sed -u 's/^/  cgroup | /'
     status cgroup "${PIPESTATUS[0]}"
@@ -756,10 +756,10 @@ if [ -z "$summary" ]; then
 fi
 if [ "$reproduce" = 1 ]; then
   echo "$me: the rehearsal in the $nodes-node guest ran in $elapsed s; its results: $rehearsal_out"
-  /usr/bin/python3 "$root/scripts/rehearsal_check.py" "$rehearsal_out" --expect "$work/expect" \
+  /usr/bin/python3 "$root/scripts/check/rehearsal_check.py" "$rehearsal_out" --expect "$work/expect" \
     --masked-nodes "$masked_nodes" --only "$rehearsal_only" --build-dir "$build" | tee "$rehearsal_out/checks.txt" || true
   summary=$(grep -a '^NUGO-CHECK-DONE' "$rehearsal_out/checks.txt" | tail -n 1 || true)
-  [ -n "$summary" ] || die "scripts/rehearsal_check.py ended without a summary line"
+  [ -n "$summary" ] || die "scripts/check/rehearsal_check.py ended without a summary line"
 fi
 echo "$me: the $nodes-node guest ran in $elapsed s: $summary"
 [[ "$summary" =~ passed=([0-9]+)\ failed=([0-9]+) ]] || die "malformed summary line: $summary"

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """NUMA mode against flat mode on an emulated multi-node machine, in the same run.
 
-usage: scripts/numa.py BUILD_DIR OUT_DIR [--quick] [--topology SPEC] [--repetitions N]
+usage: scripts/pipeline/numa.py BUILD_DIR OUT_DIR [--quick] [--topology SPEC] [--repetitions N]
                        [--bind node|pu|none]
 
 Runs BUILD/experiments/nugo-bench with NUGO_TOPOLOGY=SPEC (default: the 2-node Xeon of
-topology/machines, scripts/catalogue.py) and
+topology/machines, scripts/pipeline/catalogue.py) and
 NUGO_MODE=flat and =numa alternately, N repetitions each (default 5; 1 with --quick),
 and writes OUT_DIR/numa.md and numa.json with the medians and the ratio numa/flat.
 Both modes run with the same NUGO_BIND (default none), so that the ratio is the
@@ -43,11 +43,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import catalogue  # noqa: E402
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import catalogue  # noqa: E402
+from pipeline import explib  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The list is yield, create-and-run, channel ping-pong (chan_sync), skynet and
 # fork-join fib. yield_ping exists only at procs:1, where both modes build the same single
 # domain, so its ratio could only measure noise: it is left out.
@@ -369,7 +369,7 @@ def main() -> int:
 
     # nugo emulates every xml: and synthetic: topology (topology/README.md).
     emulated = topology.startswith(("xml:", "synthetic:"))
-    command = "python3 scripts/numa.py BUILD OUT" + " ".join(
+    command = "python3 scripts/pipeline/numa.py BUILD OUT" + " ".join(
         [""] + (["--quick"] if quick else []) + [f"--repetitions {reps}", f"--bind {bind}",
                                                  f"--topology '{topology}'"])
     what = ("EMULATED topology: its nodes are folded onto this machine's real CPUs and memory "
@@ -425,7 +425,7 @@ def main() -> int:
     explib.write_json(out_dir / "numa.json", result,
                       {"quick": quick, "repetitions": reps, "bind": bind, "benchmarks": BENCHMARKS,
                        "process_timeout_s": PROCESS_TIMEOUT_S},
-                      [explib.quote(["scripts/numa.py"] + sys.argv[1:])])
+                      [explib.quote(["scripts/pipeline/numa.py"] + sys.argv[1:])])
     print("\n".join(lines))
     print(f"\nwrote {out_dir / 'numa.md'} and {out_dir / 'numa.json'}")
     return 0

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run nugo's sysmon/preemption/syscall benchmarks beside their Go twins.
 
-usage: scripts/preempt.py --out DIR [--build-dir BUILD] [--quick] [--repetitions R]
+usage: scripts/pipeline/preempt.py --out DIR [--build-dir BUILD] [--quick] [--repetitions R]
                           [--workloads-only] [--seed S]
 
 Runs BUILD/experiments/nugo-preempt-bench and the Go benchmarks of
@@ -49,8 +49,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
 
 GO_DIR = explib.GO_DIR
 SLICES = (("10ms", 10_000), ("1ms", 1_000), ("200us", 200))
@@ -136,7 +136,7 @@ def whole_workloads(build: Path, out: Path, rounds: int, quick: bool, seed: int)
                + "; ".join(f"{c}: {' '.join(f'{k}={v}' for k, v in e.items())}" for c, e in WHOLE_CONFIGS.items())
                + f"; {rounds} rounds, configurations in a random order (seed {seed})")
     lines = ["# Preemption's cost on whole workloads (REAL: this machine)", "",
-             f"`scripts/preempt.py --build-dir {build} --out {out}` ({command}).", "",
+             f"`scripts/pipeline/preempt.py --build-dir {build} --out {out}` ({command}).", "",
              "Time at each slice over the same round's time with asynchronous preemption off: the median of "
              f"{rounds} rounds and its 95% bootstrap interval; \"~\" where the interval holds 1 (no difference).", "",
              "| workload | " + " | ".join(slices) + " | off: median s |", "|---|" + "---|" * (len(slices) + 1)]
@@ -243,7 +243,7 @@ def report(args, exe: Path, rounds: int) -> int:
 
     verdicts = {}
     lines = ["# sysmon, preemption and system calls: nugo beside Go 1.19", "",
-             f"`scripts/preempt.py --build-dir {args.build} --out {args.out}{' --quick' if args.quick else ''}` "
+             f"`scripts/pipeline/preempt.py --build-dir {args.build} --out {args.out}{' --quick' if args.quick else ''}` "
              "on this machine; Go's slice is fixed at 10 ms.", "",
              "## Preemption latency (1 P: a call-free hog and a goroutine sleeping 100 us)", "",
              "| slice | nugo p50 | nugo p99 | Go p50 | Go p99 | p99 / slice | target <= 1.2x |",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Before/after: every nugo-bench benchmark from two builds, interleaved, in one table.
 
-usage: scripts/ab.py BEFORE_BUILD AFTER_BUILD OUT_DIR [--repetitions R] [--min-time S]
+usage: scripts/pipeline/ab.py BEFORE_BUILD AFTER_BUILD OUT_DIR [--repetitions R] [--min-time S]
                      [--filter REGEX] [--preempt]
 
 Runs BEFORE_BUILD/experiments/nugo-bench and AFTER_BUILD/experiments/nugo-bench in turn,
@@ -12,7 +12,7 @@ rounds, after/before ratio per benchmark and metric) and OUT_DIR/ab.json (every 
 commands, the settings). A ratio below 1 is an improvement for times and latencies.
 
 For example, to compare a change against the commit before it (Release builds of both):
-  scripts/ab.py /tmp/before/build build-release results/ab
+  scripts/pipeline/ab.py /tmp/before/build build-release results/ab
 
 Exit status: 0 when both sides ran, 1 when a run failed or timed out, 2 on bad usage.
 """
@@ -88,7 +88,7 @@ def main() -> int:
                 done += 1
 
     lines = ["# Before / after", "",
-             f"`scripts/ab.py {args.before} {args.after} {args.out}` — {args.repetitions} "
+             f"`scripts/pipeline/ab.py {args.before} {args.after} {args.out}` — {args.repetitions} "
              f"interleaved rounds, --benchmark_min_time={args.min_time}; median (min to max). "
              "Ratio: after / before (below 1 is better for times and latencies).", "",
              "| benchmark | metric | before | after | after / before |", "|---|---|---|---|---|"]

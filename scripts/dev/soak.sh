@@ -12,15 +12,15 @@
 # statistics add up. A failure or a hang prints the seed, the configuration and the command
 # that reproduces it.
 #
-# usage: scripts/soak.sh MINUTES [--sanitize=address] [--batch N] [--first-seed S]
+# usage: scripts/dev/soak.sh MINUTES [--sanitize=address] [--batch N] [--first-seed S]
 #   MINUTES        how long to run (a whole number, at least 1)
 #   --sanitize     run the ASan + UBSan build's programs (build-address/)
 #   --batch N      seeds per process (default 20); --first-seed S: where to start (default 1)
 # Exit status: 0 when every seed-run passed, 1 on a failure or hang, 2 on bad usage.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
-usage() { echo "usage: scripts/soak.sh MINUTES [--sanitize=address] [--batch N] [--first-seed S]" >&2; exit 2; }
+usage() { echo "usage: scripts/dev/soak.sh MINUTES [--sanitize=address] [--batch N] [--first-seed S]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 minutes=$1; shift
 [[ "$minutes" =~ ^[0-9]+$ ]] && [ "$minutes" -ge 1 ] || { echo "soak.sh: MINUTES='$minutes': expected a whole number of minutes, at least 1" >&2; exit 2; }

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GO_DIR = ROOT / "experiments" / "baselines" / "go"
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-matplotlib and python3-tabulate
 DEFAULT_TIMEOUT_S = 300

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Virtual time's validation (core/src/base/README.md, "Virtual time").
 
-usage: scripts/virtual.py --build-dir BUILD --out OUT [--quick] [--repetitions N]
+usage: scripts/pipeline/virtual.py --build-dir BUILD --out OUT [--quick] [--repetitions N]
 
 BUILD is a virtual-time build (cmake -DNUGO_VIRTUAL_TIME=ON; scripts/test.sh --virtual makes
 build-virtual), whose experiments/nugo-workload runs in virtual time when NUGO_VIRTUAL is set.
@@ -35,9 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import catalogue  # noqa: E402
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import catalogue  # noqa: E402
+from pipeline import explib  # noqa: E402
 
 ROOT = explib.ROOT
 PROG = "virtual.py"
@@ -197,7 +197,7 @@ def plot(curves, cpu_counts, path: Path, machine: str) -> str:
     ax.set_xlabel("virtual CPUs")
     ax.set_ylabel("speedup over 1 virtual CPU")
     ax.set_title("VIRTUAL: nugo in virtual time, 384-PU 24-node machine", fontsize=9)
-    ax.text(0.01, -0.2, f"virtual time on {machine}; flat mode; scripts/virtual.py",
+    ax.text(0.01, -0.2, f"virtual time on {machine}; flat mode; scripts/pipeline/virtual.py",
             transform=ax.transAxes, fontsize=7)
     ax.legend(fontsize=8)
     fig.tight_layout()

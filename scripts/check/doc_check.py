@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The documents' rules, as paper_check.py is the paper's.
 
-    python3 scripts/doc_check.py [REPO]
+    python3 scripts/check/doc_check.py [REPO]
 
 - README.md types no result. A digit in its prose (code blocks, `code spans` and link targets
   are not prose) must be part of a name (C++20, x86-64, Debian 12, ...), a machine's shape
   (2-socket, 24-node, 96-CPU) or a design constant of paper/constants.tex, which paper_check.py
   checks against the source. Results live in paper/generated/results.md, generated.
-- paper/generated/results.md is what scripts/results_md.py renders from paper/generated: nobody
+- paper/generated/results.md is what scripts/pipeline/results_md.py renders from paper/generated: nobody
   edits it by hand.
 - README.md and docs/*.md cite only files a clone has: every repository path they name in a code
   span or a link exists (a run's outputs, results/<run>/..., are named with a placeholder).
@@ -21,8 +21,8 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import results_md  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import results_md  # noqa: E402
 
 PROG = "doc_check.py"
 
@@ -93,9 +93,9 @@ def cited_paths(text: str) -> list[str]:
 
 def main() -> int:
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
-        print(f"{PROG}: usage: scripts/doc_check.py [REPO]", file=sys.stderr)
+        print(f"{PROG}: usage: scripts/check/doc_check.py [REPO]", file=sys.stderr)
         return 2
-    repo = Path(sys.argv[1] if len(sys.argv) == 2 else Path(__file__).resolve().parent.parent)
+    repo = Path(sys.argv[1] if len(sys.argv) == 2 else Path(__file__).resolve().parents[2])
     readme = repo / "README.md"
     if not readme.is_file():
         print(f"{PROG}: {readme}: no README.md there", file=sys.stderr)
@@ -104,9 +104,9 @@ def main() -> int:
     generated = repo / "paper" / "generated"
     committed = generated / "results.md"
     if not committed.is_file():
-        problems.append(f"{committed}: missing (scripts/results_md.py {generated} writes it)")
+        problems.append(f"{committed}: missing (scripts/pipeline/results_md.py {generated} writes it)")
     elif committed.read_text() != results_md.render(generated):
-        problems.append(f"{committed}: not what scripts/results_md.py renders from {generated}: "
+        problems.append(f"{committed}: not what scripts/pipeline/results_md.py renders from {generated}: "
                         "regenerate it, never edit it")
     for doc in [readme, *sorted((repo / "docs").glob("*.md"))]:
         for p in cited_paths(doc.read_text()):

@@ -8,7 +8,7 @@
 # or hangs, or the time per mutant runs out. A mutant the generator does not find within
 # its time is reported as survived.
 #
-# usage: scripts/mutants.sh [--minutes M] [--control-minutes C] [--out FILE] [NAME...]
+# usage: scripts/dev/mutants.sh [--minutes M] [--control-minutes C] [--out FILE] [NAME...]
 #   --minutes M   time for each mutant, a whole number (default 5)
 #   --control-minutes C   first, the runtime as it is runs in the same harness for C minutes
 #                 (default 2) and must pass: otherwise a "found" would mean nothing
@@ -17,10 +17,10 @@
 # Exit status: 0 when every mutant was found, 1 when one survived, 2 on bad usage or a
 # build that failed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
-usage() { echo "usage: scripts/mutants.sh [--minutes M] [--control-minutes C] [--out FILE] [NAME...]" >&2; exit 2; }
+usage() { echo "usage: scripts/dev/mutants.sh [--minutes M] [--control-minutes C] [--out FILE] [NAME...]" >&2; exit 2; }
 minutes=5 control_minutes=2 out=results/mutants.json names=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -113,7 +113,7 @@ done
 
 mkdir -p "$(dirname "$out")"
 {
-  echo "{\"command\": \"scripts/mutants.sh --minutes $minutes --control-minutes $control_minutes\", \"head\": \"$(git rev-parse HEAD)\", \"machine\": \"$(nproc) CPUs, $(uname -r)\", \"control\": $control_json, \"mutants\": ["
+  echo "{\"command\": \"scripts/dev/mutants.sh --minutes $minutes --control-minutes $control_minutes\", \"head\": \"$(git rev-parse HEAD)\", \"machine\": \"$(nproc) CPUs, $(uname -r)\", \"control\": $control_json, \"mutants\": ["
   for i in "${!results[@]}"; do echo "  ${results[$i]}$([ "$i" -lt $(( ${#results[@]} - 1 )) ] && echo ,)"; done
   echo "]}"
 } >"$out"

@@ -58,10 +58,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 GO_TWIN_DIR = REPO_ROOT / "experiments" / "baselines" / "go"
 
 # Benchmark names are a contract with nugo-bench, fiber-bench and the Go twin.

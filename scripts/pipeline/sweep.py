@@ -2,7 +2,7 @@
 """The workload sweep of the experiment pipeline: mode x P count x workload x repetition, on this
 machine and, when it has one node, on emulated multi-node topologies.
 
-usage: scripts/sweep.py --out DIR [--build-dir BUILD] [--virtual-build-dir VBUILD] [--quick | --full]
+usage: scripts/pipeline/sweep.py --out DIR [--build-dir BUILD] [--virtual-build-dir VBUILD] [--quick | --full]
                         [--only W,...] [--modes flat,numa,go,go_numactl,tbb,omp,fiber] [--procs N,...]
                         [--topology T,...] [--bind B,...] [--repetitions R] [--seed S]
 
@@ -60,7 +60,7 @@ Topologies (--topology, comma-separated):
            the Ps are not oversubscribed, and the timings are virtual time: the CPU time each
            virtual CPU used plus the cost model's charges (cache lines by node distance, the
            memory-latency model's remote blocks). Every row says clock = virtual. nugo modes only.
-Every named machine is a real machine's hwloc XML file in topology/machines/ (scripts/catalogue.py
+Every named machine is a real machine's hwloc XML file in topology/machines/ (scripts/pipeline/catalogue.py
 names them); a file that is missing stops the sweep, naming it. The default is `machine`, plus 2node, 4node and 24node when this machine has one
 node; the virtual set runs only when asked for (reproduce.sh runs it as a step of its own).
 
@@ -93,9 +93,9 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import catalogue  # noqa: E402
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import catalogue  # noqa: E402
+from pipeline import explib  # noqa: E402
 
 PROG = "sweep.py"
 MAX_PROCS = 1024  # nugo::Config::kMaxProcs
@@ -452,7 +452,7 @@ def machine_info(build: Path, topologies: list[Topo], rehearsal: str = "") -> di
         # Where the rows on topology `machine` ran: hardware or a virtual machine (and which).
         "machine_kind": host_kind(),
         "virtualization": virt,
-        # A rehearsal of the pipeline (scripts/numa-check.sh --reproduce): its timings are not
+        # A rehearsal of the pipeline (scripts/dev/numa-check.sh --reproduce): its timings are not
         # results and are never quoted.
         "rehearsal": rehearsal or None,
         "cpu_model": cpu,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run nugo's network applications beside their Go twins, with the same load.
 
-usage: scripts/net.py --out DIR [--build-dir BUILD] [--quick]
+usage: scripts/pipeline/net.py --out DIR [--build-dir BUILD] [--quick]
 
 Servers: BUILD/experiments/nugo-http and nugo-echo, and the Go twins of
 experiments/baselines/go/apps (built here with Go 1.19, standard library only):
@@ -31,8 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
 
 RUNNER = explib.Runner(timeout_s=600)
 
@@ -189,7 +189,7 @@ def main() -> int:
 
     verdicts = {}
     lines = ["# Network: nugo beside Go 1.19", "",
-             f"`scripts/net.py` on this machine: wrk -t2, {secs} s per run, median of {runs}, the "
+             f"`scripts/pipeline/net.py` on this machine: wrk -t2, {secs} s per run, median of {runs}, the "
              "servers in turn; each at its default of one P (GOMAXPROCS) per CPU. Go raw: "
              "apps/httpraw, the same minimal parser as nugo-http over package net (like for "
              "like, the headline); Go net/http: apps/http. Requests/s and p99: the median, and "

@@ -6,15 +6,15 @@
 # (tests/fuzz/corpus/) and what earlier runs added (results/fuzz/corpus/), and prints how
 # many programs ran and the coverage reached.
 #
-# usage: scripts/fuzz.sh SECONDS [--jobs N]
+# usage: scripts/dev/fuzz.sh SECONDS [--jobs N]
 #   SECONDS   how long to fuzz (a whole number, at least 1)
 # A failing input is saved as results/fuzz/crash-* (or timeout-*, leak-*), and the command
 # that replays it is printed. Results: results/fuzz/last-run.json.
 # Exit status: 0 when nothing failed, 1 when an input failed, 2 on bad usage or build failure.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
-usage() { echo "usage: scripts/fuzz.sh SECONDS" >&2; exit 2; }
+usage() { echo "usage: scripts/dev/fuzz.sh SECONDS" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 seconds=$1
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -ge 1 ] || { echo "fuzz.sh: SECONDS='$seconds': expected a whole number of seconds, at least 1" >&2; exit 2; }
@@ -63,7 +63,7 @@ fi
 import json, sys
 path, seconds, runs, cov, added, corpus = sys.argv[1:]
 parts = cov.split()
-json.dump({"command": f"scripts/fuzz.sh {seconds}", "seconds": int(seconds), "executions": int(runs),
+json.dump({"command": f"scripts/dev/fuzz.sh {seconds}", "seconds": int(seconds), "executions": int(runs),
            "coverage_edges": int(parts[1]) if parts else None, "features": int(parts[3]) if parts else None,
            "new_inputs": int(added), "corpus_size": int(corpus)}, open(path, "w"), indent=1)
 EOF

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Every figure of the paper, and every number its text quotes, from one results directory.
 
-usage: scripts/plot.py RESULTS_DIR
+usage: scripts/pipeline/plot.py RESULTS_DIR
 
 Reads what scripts/reproduce.sh wrote there (results.csv and machine.json from the sweep;
 micro/micro.json, preempt/preempt.json, net/net.json, trace/timeline-fork-join.png and the
-virtual set's sweep in virtual/ (results.csv: scripts/sweep.py --topology virtual) when those
+virtual set's sweep in virtual/ (results.csv: scripts/pipeline/sweep.py --topology virtual) when those
 experiments ran) and writes, without running anything:
   RESULTS_DIR/figures/*.png           the figures (one per experiment that has results)
   RESULTS_DIR/generated/numbers.tex   \\newcommand macros, one per number the paper quotes
@@ -26,9 +26,10 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
-import results_md  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
+from pipeline import results_md  # noqa: E402
+from pipeline import sweep  # noqa: E402  (the virtual set's tables: the same the sweep wrote)
 
 import matplotlib  # noqa: E402
 
@@ -37,7 +38,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PROG = "plot.py"
 MEMORY = ["triad", "stencil", "histogram", "triad_skew", "spmv"]
-# The ablation's arms (scripts/ablation.py), in its order, with a colour each.
+# The ablation's arms (scripts/pipeline/ablation.py), in its order, with a colour each.
 ARM_STYLE = {"flat": "tab:blue", "neither": "tab:cyan", "placement": "tab:green", "hierarchy": "tab:orange",
              "both": "tab:red", "pinned": "tab:purple"}
 MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake
@@ -86,7 +87,7 @@ class Plotter:
         self.topologies = self.machine.get("topologies", {})
         # The CPUs this run could use (sched_getaffinity), else the online ones.
         self.cpus = int(self.machine.get("cpus_usable") or self.machine.get("cpus_online") or 0)
-        # The ablation (scripts/ablation.py), when it ran: its own rows, in DIR/ablation/.
+        # The ablation (scripts/pipeline/ablation.py), when it ran: its own rows, in DIR/ablation/.
         ablation = results / "ablation" / "results.csv"
         self.ablation_rows = [r for r in explib.read_results(ablation) if r["ok"] == 1] if ablation.exists() else []
 
@@ -504,7 +505,7 @@ class Plotter:
                         "the figure shows them, hatched" if mine else "no runs", "")
 
     def virtual_set(self) -> None:
-        """NUMA mode against flat mode on the virtual set (DIR/virtual/: scripts/sweep.py
+        """NUMA mode against flat mode on the virtual set (DIR/virtual/: scripts/pipeline/sweep.py
         --topology virtual), in virtual time, and the locality targets judged there."""
         self.na("VirtualSpeedupMemory", "VirtualSpeedupMemoryMax", "VirtualSpeedupOther", "VirtualTargetsMet",
                 "VirtualTargetsRows", "VirtualRuns", "VirtualRowsMemory", "VirtualRowsMemoryFaster",
@@ -519,7 +520,6 @@ class Plotter:
         if not path.exists():
             self.missing.append("virtual (no virtual/results.csv: the virtual set did not run)")
             return
-        import sweep  # noqa: E402  (the same tables the sweep wrote)
         every = explib.read_results(path)
         rows = [r for r in every if r["ok"] == 1 and r.get("clock") == "virtual"]
         groups: dict[tuple, list[float]] = {}
@@ -627,7 +627,7 @@ class Plotter:
                             if blocks else None, src, percent=True)
 
     def virtual_validation(self) -> None:
-        """Virtual time's validation (DIR/virtual-validation/virtual.json, scripts/virtual.py): its
+        """Virtual time's validation (DIR/virtual-validation/virtual.json, scripts/pipeline/virtual.py): its
         agreement with real time at 1 and 2 Ps, fork-join on many virtual CPUs, determinism."""
         macros = ("ValidationRatioMin", "ValidationRatioMax", "ValidationRows", "ValidationInside", "ValidationOutside",
                   "ValidationTopCpus", "ValidationFibTop", "ValidationSkynetTop", "ValidationUtsTop",
@@ -635,7 +635,7 @@ class Plotter:
         self.na(*macros)
         path = self.dir / "virtual-validation" / "virtual.json"
         if not path.exists():
-            self.missing.append("virtual-speedup (no virtual-validation/virtual.json: scripts/virtual.py did not run)")
+            self.missing.append("virtual-speedup (no virtual-validation/virtual.json: scripts/pipeline/virtual.py did not run)")
             return
         d, src = json.loads(path.read_text()), self.where("virtual-validation/virtual.json")
         first = lambda cell: float(str(cell).split()[0])  # noqa: E731  "1.03 (0.79-1.59)" -> 1.03
@@ -643,7 +643,7 @@ class Plotter:
         self.number("ValidationRatioMin", min(ratios) if ratios else None, src)
         self.number("ValidationRatioMax", max(ratios) if ratios else None, src)
         self.number("ValidationRows", len(ratios), src)
-        # scripts/virtual.py's verdicts: the ratio's interval inside the bar, outside it, or across it.
+        # scripts/pipeline/virtual.py's verdicts: the ratio's interval inside the bar, outside it, or across it.
         self.number("ValidationInside", sum(1 for row in d["agreement"] if row[5].startswith("within")), src)
         self.number("ValidationOutside", sum(1 for row in d["agreement"] if row[5].startswith("outside")), src)
         top = max((row[1] for row in d["scaling"]), default=None)
@@ -660,7 +660,7 @@ class Plotter:
                 "VIRTUAL TIME, not hardware: fork-join speedup over one virtual CPU on virtual machines of the "
                 "24-node em64t's shape, 1 to "
                 f"{top} CPUs, flat mode, with the work law's bound; each point is the median of "
-                f"{d['settings'].get('repetitions')} runs. Drawn by \\texttt{{scripts/virtual.py}}. "
+                f"{d['settings'].get('repetitions')} runs. Drawn by \\texttt{{scripts/pipeline/virtual.py}}. "
                 f"Results: \\texttt{{{src}}}."))
 
     def micro(self) -> None:
@@ -768,7 +768,7 @@ class Plotter:
         self.number("PreemptRounds", d.get("settings", {}).get("rounds"), src)
 
     def preempt_whole(self) -> None:
-        """Preemption's cost on whole workloads (preempt/workloads.json, scripts/preempt.py)."""
+        """Preemption's cost on whole workloads (preempt/workloads.json, scripts/pipeline/preempt.py)."""
         self.na("PreemptWholeWorkloads", "PreemptWholeRounds")
         for c in ("TenMs", "OneMs", "TwoHundredUs"):
             self.na(f"PreemptWhole{c}", f"PreemptWhole{c}Differ", f"PreemptWhole{c}Verdict", f"PreemptWhole{c}Faster",
@@ -820,7 +820,7 @@ class Plotter:
         self.number("HttpVsNetHttp", h["nugo/100"]["rps"] / h["go/100"]["rps"], self.where("net/net.json"))
 
     def tracer(self) -> None:
-        """What tracing costs when on (trace/overhead.json, scripts/tracer.py)."""
+        """What tracing costs when on (trace/overhead.json, scripts/pipeline/tracer.py)."""
         for b, macro in (("yield_ping", "TracerYield"), ("skynet/procs:1", "TracerSkynet")):
             self.na(macro)
             self.interval(macro, None, None, "")
@@ -844,10 +844,10 @@ class Plotter:
         self.adopt(src, "timeline", (
             "A timeline from the execution tracer: fork-join fib(20) at 4 Ps, flat mode above and NUMA mode "
             "below, on the EMULATED 2-node machine (scheduler decisions only). Drawn by "
-            f"\\texttt{{scripts/timeline.py}} from \\texttt{{{self.where('trace/fork-join-flat.json')}}} and "
+            f"\\texttt{{scripts/tools/timeline.py}} from \\texttt{{{self.where('trace/fork-join-flat.json')}}} and "
             f"\\texttt{{{self.where('trace/fork-join-numa.json')}}}."))
 
-    # ---- the ablation (scripts/ablation.py) ----
+    # ---- the ablation (scripts/pipeline/ablation.py) ----
 
     def ablation_spreads(self) -> dict[tuple, explib.Spread]:
         """Seconds per (topology, Ps, workload, arm, penalty; 0 for no model)."""
@@ -872,7 +872,7 @@ class Plotter:
                 "FibFlatOverNeither", "FibFlatOverHierarchy", "FibMovedFlat", "FibMovedNeither", "FibMovedHierarchy")
         config = self.ablation_config()
         if not config:
-            self.missing.append("ablation (scripts/ablation.py did not run)")
+            self.missing.append("ablation (scripts/pipeline/ablation.py did not run)")
             return
         t, n = config
         src = self.where("ablation/results.csv")
@@ -941,7 +941,7 @@ class Plotter:
         fig.suptitle(f"Ablation: placement and the stealing hierarchy, EMULATED {t}, {n} Ps"
                      + (" (OVERSUBSCRIBED)" if over else ""), fontsize=9)
         self.save(fig, "ablation",
-                  f"The ablation of NUMA mode on the memory-bound workloads (scripts/ablation.py), on the EMULATED "
+                  f"The ablation of NUMA mode on the memory-bound workloads (scripts/pipeline/ablation.py), on the EMULATED "
                   f"topology {tex(t)} at {n} Ps, binding held equal. Arms: flat (Go's scheduler), neither (NUMA mode's "
                   "per-node queues with Go's stealing, nothing placed), placement (go\_on queues each goroutine on its "
                   "data's node; Go's stealing), hierarchy (the stealing hierarchy alone), both, and pinned (NUMA mode "
@@ -1039,7 +1039,7 @@ class Plotter:
         return max(values) / 10 if values else None
 
     def write_generated(self) -> None:
-        lines = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit.",
+        lines = ["% Generated by scripts/pipeline/plot.py from " + self.where(".") + ": do not edit.",
                  "% Each macro names the results file it came from."]
         if self.machine.get("rehearsal"):
             lines.append(f"% REHEARSAL ({self.machine['rehearsal']}): these numbers check the pipeline; "
@@ -1047,7 +1047,7 @@ class Plotter:
         for macro, (value, source) in sorted(self.numbers.items()):
             lines.append(f"\\newcommand{{\\num{macro}}}{{{value}}}  % {source}")
         (self.generated / "numbers.tex").write_text("\n".join(lines) + "\n")
-        caps = ["% Generated by scripts/plot.py: each figure's caption and whether it exists."]
+        caps = ["% Generated by scripts/pipeline/plot.py: each figure's caption and whether it exists."]
         for name in ("scalability", "locality", "memory-speedup", "ablation", "penalty", "micro", "preempt", "http",
                      "timeline", "virtual", "virtual-speedup", *(f"peers-{kind}" for kind in KINDS)):
             macro = re.sub(r"[^A-Za-z]", "", name.title())
@@ -1055,7 +1055,7 @@ class Plotter:
             caps.append(f"\\newcommand{{\\caption{macro}}}{{{text}}}")
             caps.append(f"\\newcommand{{\\has{macro}}}{{{'1' if name in self.made else '0'}}}")
         (self.generated / "captions.tex").write_text("\n".join(caps) + "\n")
-        tables = ["% Generated by scripts/plot.py from " + self.where(".") + ": do not edit."]
+        tables = ["% Generated by scripts/pipeline/plot.py from " + self.where(".") + ": do not edit."]
         for name in ("Virtual", "Peers"):
             tables.append(f"\\newcommand{{\\table{name}}}{{%\n{self.tables.get(name, 'n/a')}}}")
         (self.generated / "tables.tex").write_text("\n".join(tables) + "\n")
@@ -1063,7 +1063,7 @@ class Plotter:
 
 def main() -> int:
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        return explib.bad_input(PROG, "usage: scripts/plot.py RESULTS_DIR")
+        return explib.bad_input(PROG, "usage: scripts/pipeline/plot.py RESULTS_DIR")
     results = Path(sys.argv[1])
     if not (results / "results.csv").is_file():
         return explib.bad_input(PROG, f"{results}: no results.csv there (scripts/reproduce.sh writes one)")

@@ -3,10 +3,10 @@
 # CI does: every model must hold, exhaustively, for 2 and 3 Ps, and each mutant (the model
 # with one rule of the C++ taken out) must fail, which shows that the model can see the bug
 # that rule prevents.
-#   scripts/models.sh            all models
+#   scripts/dev/models.sh            all models
 # Models live beside the code they model (core/src/sched/models/); each says what it checks.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bash scripts/bootstrap.sh --checks
 
 work=$(mktemp -d)

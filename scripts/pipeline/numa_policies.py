@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """NUMA mode's policies (NUGO_NUMA) measured against each other and against flat mode.
 
-usage: scripts/numa_policies.py BUILD_DIR OUT_DIR [--quick] [--repetitions N] [--virtual]
+usage: scripts/pipeline/numa_policies.py BUILD_DIR OUT_DIR [--quick] [--repetitions N] [--virtual]
 
 For each setting of NUGO_NUMA in SETTINGS (the defaults first, then one policy changed at a
 time) runs BUILD/experiments/nugo-locality (fork-join fib and skynet) in NUMA mode on the
-two emulated machines of scripts/numa.py's locality section (2 nodes x 2 Ps, 4 nodes x 2 Ps),
+two emulated machines of scripts/pipeline/numa.py's locality section (2 nodes x 2 Ps, 4 nodes x 2 Ps),
 and flat mode once per repetition as the reference, with NUGO_BIND=none and NUGO_STATS. Writes
 OUT_DIR/policies.md and policies.json: per setting, the share of runs on the home node,
 goroutines moved across nodes against flat mode, idle time, and the median time against
@@ -32,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import explib  # noqa: E402
-import catalogue  # noqa: E402
-import numa  # noqa: E402  (the locality runner and its topologies)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import explib  # noqa: E402
+from pipeline import catalogue  # noqa: E402
+from pipeline import numa  # noqa: E402  (the locality runner and its topologies)
 
 SETTINGS = [
     "",  # the defaults: remote_delay=0, remote_take=half, ready=waker, adopt=0
@@ -108,7 +108,7 @@ def main() -> int:
                         print(f"numa_policies.py: run {done}/{total}, about {left:.0f} s left",
                               file=sys.stderr)
     emulated = all(c["emulated"] for c in cells.values())
-    command = "python3 scripts/numa_policies.py BUILD OUT" + (" --quick" if quick else "") + \
+    command = "python3 scripts/pipeline/numa_policies.py BUILD OUT" + (" --quick" if quick else "") + \
         f" --repetitions {reps}" + (" --virtual" if virtual else "")
     said = ("VIRTUAL TIME: one P per CPU of each machine, each P's thread alone in the order of "
             "virtual clocks (not folded), times virtual, with the cost model's charges; a projection, "
