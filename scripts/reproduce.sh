@@ -143,7 +143,7 @@ for twin in fiber-bench fiber-workload tbb-workload omp-workload; do
 done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 # The virtual set (NUMA against flat on virtual many-CPU machines) needs the virtual-time build:
-# the same sources with -DNUGO_VIRTUAL_TIME=ON, Release (core/src/base/README.md, "Virtual time").
+# the same sources with -DNUGO_VIRTUAL_TIME=ON, Release (core/src/vtime/README.md).
 if [ -z "$only" ] && [ ${#rehearsal[@]} -eq 0 ]; then
   if [ -z "$vbuild" ] && [ -n "$own_build" ]; then
     vbuild=build-release-virtual

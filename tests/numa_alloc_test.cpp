@@ -30,7 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "memory.hpp"
+#include "memory.hpp"  // numa::detail::local_node
+#include "nodes.hpp"   // the node view and binding, below the scheduler
 
 namespace numa = nugo::numa;
 using nugo::topo::Topology;
@@ -349,11 +350,11 @@ TEST_CASE("inside a run on an emulated 2-node machine nodes 0 and 1 exist and no
   CHECK(what_of(1, 1 << 20).find("node 1") != std::string::npos);
 }
 
-// White box: the view as memory.hpp publishes it, without a runtime.
+// White box: the view as base/nodes.hpp publishes it, without a runtime.
 TEST_CASE("a published view decides which nodes exist and where a thread's local node is",
           "[numa_alloc]") {
   const Topology two = Topology::load(kTwoNodes);
-  numa::detail::publish_topology(&two, false);
+  nugo::detail::publish_topology(&two, false);
   void* kept = numa::alloc_on(1, 64);  // freed under the next view
   std::memset(kept, 3, 64);
   CHECK(policy_of(kept).mode == MPOL_DEFAULT);
@@ -380,26 +381,26 @@ TEST_CASE("a published view decides which nodes exist and where a thread's local
   void* range = mmap(nullptr, 4 * page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                      -1, 0);
   REQUIRE(range != MAP_FAILED);
-  CHECK(numa::detail::bind_range(range, 4 * page(), 1));  // emulated: binds nothing
+  CHECK(nugo::detail::bind_range(range, 4 * page(), 1));  // emulated: binds nothing
   CHECK(policy_of(range).mode == MPOL_DEFAULT);
 
-  numa::detail::publish_topology(nullptr, false);
+  nugo::detail::publish_topology(nullptr, false);
   numa::free(kept, 64);
   CHECK_THROWS_AS(numa::alloc_on(1, 64), std::invalid_argument);
   errno = 0;
-  CHECK_FALSE(numa::detail::bind_range(range, 4 * page(), 7));
+  CHECK_FALSE(nugo::detail::bind_range(range, 4 * page(), 7));
   CHECK(errno == EINVAL);
-  CHECK_FALSE(numa::detail::bind_range(static_cast<char*>(range) + 8, page(), 0));
-  CHECK(numa::detail::bind_range(range, 4 * page(), 0) == can_bind());
+  CHECK_FALSE(nugo::detail::bind_range(static_cast<char*>(range) + 8, page(), 0));
+  CHECK(nugo::detail::bind_range(range, 4 * page(), 0) == can_bind());
   if (can_bind()) CHECK(policy_of(range).mode == MPOL_BIND);
   munmap(range, 4 * page());
 
   // The machine's own topology published: bound as without one.
   const Topology machine = Topology::load("");
-  numa::detail::publish_topology(&machine, false);
+  nugo::detail::publish_topology(&machine, false);
   void* p = numa::alloc_on(0, 5000);
   std::memset(p, 4, 5000);
   if (can_bind()) CHECK(policy_of(p).mode == MPOL_BIND);
   numa::free(p, 5000);
-  numa::detail::publish_topology(nullptr, false);
+  nugo::detail::publish_topology(nullptr, false);
 }

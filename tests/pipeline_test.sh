@@ -56,6 +56,10 @@ case "${1:-}" in
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
     grep -q '\\newcommand{\\numSweepRuns}' "$work/generated/numbers.tex" || fail "numbers.tex has no SweepRuns"
+    # Every macro's name stands literally in the figure module that writes it (its MACROS).
+    for m in $(sed -n 's/^\\newcommand{\\num\([A-Za-z]*\)}.*/\1/p' "$work/generated/numbers.tex"); do
+      grep -qF "\"$m\"" "$root"/scripts/pipeline/figures/*.py || fail "\\num$m is not named literally in scripts/pipeline/figures/"
+    done
     # Every experiment is in the sample, so these have values; the 4-node memory speedup does
     # not, because every 4-node run had more Ps than the sample machine's 2 CPUs, and it says so.
     for m in SweepRuns MachineCpus GitRevision MicroCreateVsGo MicroChanSyncVsGo PreemptNugoPNinetyNine \

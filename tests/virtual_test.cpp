@@ -1,4 +1,4 @@
-// Virtual time (core/src/base/README.md, "Virtual time"), in the virtual-time build only: the
+// Virtual time (core/src/vtime/README.md), in the virtual-time build only: the
 // clock, timers and sleeps move in virtual time; many virtual CPUs share this machine's; a
 // blocking system call is charged its real time; the statistics say which clock they are on.
 // Bounds are generous and no assertion is on real time beyond "much less than the virtual time

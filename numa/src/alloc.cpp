@@ -22,31 +22,12 @@
 // "Locks of the thread"), so another goroutine on the same thread never waits for a holder
 // that cannot run. Nothing here blocks while holding a lock (mmap and mbind do not park a G).
 //
-// Binding: the mbind system call through <numaif.h> (libnuma), not numa_tonode_memory or
-// numa_interleave_memory. Those report failure through numa_error(), which prints and returns
-// nothing, while we need errno: to throw std::bad_alloc, and for bind_range's contract. A
-// kernel without NUMA support (ENOSYS) or a sandbox that forbids mbind (EPERM, e.g. Docker's
-// default seccomp profile) cannot bind at all: memory is then left unbound, said once on
-// stderr when the view has more than one node (on one node it makes no difference).
-//
-// Bound before touched. mbind without MPOL_MF_MOVE leaves the pages a range already has where
-// they are, so a range must be bound before any of its pages exists. Binding right after mmap
-// is not enough: a fresh read-write mapping of the default policy merges with a neighbouring
-// one of the same flags (malloc's, a new thread's stack), and with transparent huge pages on
-// ("always" in Debian's kernel) the neighbour's first touch can fault in a 2 MiB page that
-// covers our range too, on the toucher's node. Under a node-1 binding every page of a 1 MiB
-// block can then be on node 0 (about 1 call in 100 in the 2-node guest with a thread mapping
-// and touching beside it). So ranges are reserved PROT_NONE (merging with no read-write
-// neighbour, and not faultable), bound, and only then made read-write; by then they have a
-// policy of their own and merge only with neighbours of the same policy. The stack pool does
-// the same (core/src/sched/stack.cpp).
-//
-// The view: which nodes exist, which are the nodes of the CPUs, and how to interleave. It is
-// the topology the runtime published (publish_topology) or, when none is, this machine's. An
-// emulated view binds nothing (its nodes do not exist): every allocation takes the same path
-// as it would on a real machine, with unbound chunks and ranges, from arenas of their own
-// (emulated nodes must not share the real nodes' bound chunks). Views are immutable and never
-// freed, so a plain thread may keep using one that has just been replaced.
+// The node view (which nodes exist; the published topology while a runtime runs) and binding
+// ("Bound before touched": reserved, bound, then committed) are below the scheduler, in
+// core/src/base/nodes.hpp; this file is the allocator on top of them. An emulated view binds
+// nothing (its nodes do not exist): every allocation takes the same path as it would on a real
+// machine, with unbound chunks and ranges, from arenas of their own (emulated nodes must not
+// share the real nodes' bound chunks).
 #include "memory.hpp"
 
 #include <numaif.h>
@@ -70,7 +51,7 @@
 #include <vector>
 
 #include "fatal.hpp"
-#include "../../core/src/sched/link.hpp"  // NoPreempt: the seam, as for lib/
+#include "nodes.hpp"
 #include "nugo/numa.hpp"
 #include "nugo/runtime.hpp"
 
@@ -89,112 +70,21 @@ constexpr std::size_t kChunkHeader = 64;
 constexpr std::uint64_t kChunkMagic = 0x6e75676f6e756d61;  // "nugonuma"
 // Linux's MAX_NUMNODES is at most 1024 (NODES_SHIFT <= 10), so a real OS node indexes a table.
 constexpr int kMaxOsNodes = 1024;
-constexpr unsigned kWordBits = sizeof(unsigned long) * 8;
 
-std::size_t page_size() {
-  static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return size;
-}
+using nugo::detail::NodeMask;
+using nugo::detail::NodeView;
+using nugo::detail::mask_of;
+using nugo::detail::page_size;
+using View = NodeView;
 
-// A node mask as mbind reads it. The kernel reads maxnode - 1 bits (it decrements maxnode, a
-// quirk libnuma pads for too), so there is always one spare word.
-struct NodeMask {
-  std::vector<unsigned long> words;
-  unsigned long maxnode() const { return words.size() * kWordBits; }
-};
+const View& current_view() { return nugo::detail::current_node_view(); }
 
-NodeMask mask_of(const std::vector<int>& os_nodes) {
-  NodeMask m;
-  int top = 0;
-  for (int n : os_nodes) top = std::max(top, n);
-  m.words.assign(static_cast<std::size_t>(top) / kWordBits + 2, 0);
-  for (int n : os_nodes)
-    if (n >= 0) m.words[n / kWordBits] |= 1UL << (n % kWordBits);
-  return m;
-}
-
-struct View {
-  std::string source;             // Topology::source, for messages
-  bool emulated = false;
-  bool verbose = false;
-  std::vector<int> nodes;         // OS node numbers, ascending, memory-only nodes included
-  int first_cpu_node = -1;        // the first node with CPUs (else the first node)
-  std::vector<int> node_of_cpu;   // by real CPU number; -1: no node holds it
-  NodeMask interleave;            // every node; the kernel skips those without memory
-  const View* older = nullptr;    // the list of published views, kept for good
-
-  bool has(int node) const { return std::binary_search(nodes.begin(), nodes.end(), node); }
-};
-
-View make_view(const topo::Topology& t, bool verbose) {
-  View v;
-  v.source = t.source;
-  v.emulated = t.emulated;
-  v.verbose = verbose;
-  for (const topo::Node& n : t.nodes) v.nodes.push_back(n.os_index);
-  // A node whose CPUs an affinity mask forbids still has memory this process may use.
-  v.nodes.insert(v.nodes.end(), t.masked_nodes.begin(), t.masked_nodes.end());
-  std::sort(v.nodes.begin(), v.nodes.end());
-  v.nodes.erase(std::unique(v.nodes.begin(), v.nodes.end()), v.nodes.end());
-  // Emulated PUs are folded onto the real CPUs, so several nodes may claim one CPU: the first
-  // one wins, as the scheduler's foreign_domain would pick it.
-  for (const topo::Node& n : t.nodes) {
-    if (n.pus.empty()) continue;
-    if (v.first_cpu_node < 0) v.first_cpu_node = n.os_index;
-    for (int pu : n.pus) {
-      const int cpu = t.real_cpu(pu);
-      if (cpu < 0) continue;
-      if (static_cast<std::size_t>(cpu) >= v.node_of_cpu.size()) v.node_of_cpu.resize(cpu + 1, -1);
-      if (v.node_of_cpu[cpu] < 0) v.node_of_cpu[cpu] = n.os_index;
-    }
-  }
-  if (v.first_cpu_node < 0 && !v.nodes.empty()) v.first_cpu_node = v.nodes.front();
-  if (!v.emulated) v.interleave = mask_of(v.nodes);
-  return v;
-}
-
-std::atomic<const View*> g_published{nullptr};
-std::mutex g_publish_mu;
-const View* g_published_list = nullptr;  // under g_publish_mu; newest first, never freed
-
-// Loaded on first use, never freed (plain threads may use it up to exit).
-const View& machine_view() {
-  static const View* const view = new View(make_view(topo::Topology::load(""), false));
-  return *view;
-}
-
-const View& current_view() {
-  if (const View* v = g_published.load(std::memory_order_acquire)) return *v;
-  return machine_view();
-}
-
-std::atomic<bool> g_said_emulated{false};
-std::atomic<bool> g_cannot_bind{false};
-
-void note_unbound(const View& v) {
-  if (v.verbose && !g_said_emulated.load(std::memory_order_relaxed) &&
-      !g_said_emulated.exchange(true))
-    std::fputs("nugo: numa: emulated topology: memory is not bound to nodes\n", stderr);
-}
-
-// mbind, with the kernels and sandboxes that cannot bind at all treated as "unbound" (see the
-// top of the file). False for a failure. The call and its errno are read pinned to the thread
-// (NoPreempt): a goroutine moved in between would read another thread's errno.
-bool mbind_or_unbound(void* p, std::size_t bytes, int mode, const NodeMask& mask,
-                      const View& v) {
-  if (g_cannot_bind.load(std::memory_order_relaxed)) return true;
-  int err;
-  {
-    nugo::detail::NoPreempt np;
-    if (mbind(p, bytes, mode, mask.words.data(), mask.maxnode(), 0) == 0) return true;
-    err = errno;
-  }
-  if (err == ENOSYS || err == EPERM) {
-    if (!g_cannot_bind.exchange(true) && v.nodes.size() > 1)
-      std::fprintf(stderr, "nugo: numa: mbind: %s: memory is not bound to nodes\n",
-                   std::strerror(err));
-    return true;
-  }
+// mbind, with the kernels and sandboxes that cannot bind at all treated as "unbound"
+// (nodes.hpp). False for a failure, with errno set.
+bool mbind_or_unbound(void* p, std::size_t bytes, int mode, const NodeMask& mask, const View& v) {
+  int err = 0;
+  if (nugo::detail::bind_or_unbound(p, bytes, mode, mask, v, &err)) return true;
+  errno = err;
   return false;
 }
 
@@ -228,7 +118,7 @@ std::size_t pages_of(std::size_t bytes) {
 // Makes the reserved range [p, p + len) read-write, bound to w first when `bound` ("Bound
 // before touched"); on failure it is unmapped and std::bad_alloc thrown.
 void bind_and_commit(const View& v, Where w, void* p, std::size_t len, bool bound) {
-  if ((bound && !bind_where(p, len, w, v)) || !detail::commit(p, len)) {
+  if ((bound && !bind_where(p, len, w, v)) || !nugo::detail::commit_pages(p, len)) {
     munmap(p, len);
     throw std::bad_alloc();
   }
@@ -236,7 +126,7 @@ void bind_and_commit(const View& v, Where w, void* p, std::size_t len, bool boun
 
 void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
   const std::size_t len = pages_of(bytes);
-  void* p = detail::reserve(len);
+  void* p = nugo::detail::reserve_pages(len);
   if (p == MAP_FAILED) throw std::bad_alloc();
   bind_and_commit(v, w, p, len, bound);
   return p;
@@ -244,12 +134,8 @@ void* allocate_large(const View& v, Where w, std::size_t bytes, bool bound) {
 
 void free_large(void* p, std::size_t bytes) {
   const std::size_t len = pages_of(bytes);
-  int err;
-  {
-    nugo::detail::NoPreempt np;  // the call and its errno on one thread (mbind_or_unbound)
-    if (munmap(p, len) == 0) return;
-    err = errno;
-  }
+  const int err = nugo::detail::unmap_pages(p, len);  // the call and its errno on one thread
+  if (err == 0) return;
   // Unmapping from the middle of a merged mapping splits it, which fails with ENOMEM at
   // vm.max_map_count: the block stays mapped (a leak, not a fault).
   if (err == ENOMEM) return;
@@ -334,7 +220,7 @@ class Arena {
   // reserving twice its size and giving back the ends; bound before anything can touch it
   // ("Bound before touched"), then the header is written.
   void new_chunk(const View& v) {
-    void* raw = detail::reserve(2 * kChunk);
+    void* raw = nugo::detail::reserve_pages(2 * kChunk);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     const auto start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t chunk = (start + kChunk - 1) & ~(kChunk - 1);
@@ -391,7 +277,7 @@ void free_small(void* p, std::size_t bytes) {
 
 void* allocate(const View& v, Where w, std::size_t bytes) {
   const bool bound = !v.emulated;
-  if (!bound) note_unbound(v);
+  if (!bound) nugo::detail::note_unbound(v);
   if (bytes > kSmallMax) return allocate_large(v, w, bytes, bound);
   return arena_for(w, bound).allocate(v, class_of(bytes));
 }
@@ -433,41 +319,6 @@ void free(void* p, std::size_t bytes) noexcept {
 }
 
 namespace detail {
-
-void publish_topology(const topo::Topology* t, bool verbose) {
-  std::lock_guard<std::mutex> lock(g_publish_mu);
-  if (t == nullptr) {
-    g_published.store(nullptr, std::memory_order_release);
-    return;
-  }
-  auto* view = new View(make_view(*t, verbose));
-  view->older = g_published_list;
-  g_published_list = view;
-  g_published.store(view, std::memory_order_release);
-}
-
-bool bind_range(void* p, std::size_t bytes, int os_node, bool strict) {
-  const View& v = current_view();
-  if (!v.has(os_node) || reinterpret_cast<std::uintptr_t>(p) % page_size() != 0) {
-    errno = EINVAL;
-    return false;
-  }
-  if (v.emulated) {
-    note_unbound(v);
-    return true;
-  }
-  const NodeMask mask = mask_of({os_node});
-  return mbind(p, bytes, strict ? MPOL_BIND : MPOL_PREFERRED, mask.words.data(), mask.maxnode(),
-               0) == 0;
-}
-
-void* reserve(std::size_t bytes, int flags) {
-  return mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-}
-
-bool commit(void* p, std::size_t bytes) {
-  return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
-}
 
 int local_node() { return local_node_in(current_view()); }
 

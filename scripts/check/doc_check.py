@@ -9,8 +9,9 @@
   checks against the source. Results live in paper/generated/results.md, generated.
 - paper/generated/results.md is what scripts/pipeline/results_md.py renders from paper/generated: nobody
   edits it by hand.
-- README.md and docs/*.md cite only files a clone has: every repository path they name in a code
-  span or a link exists (a run's outputs, results/<run>/..., are named with a placeholder).
+- Every tracked Markdown document cites only files a clone has: every repository path it names
+  in a code span or a link exists (a run's outputs, results/<run>/..., are named with a
+  placeholder). Generated results and test data are not documents.
 
 Exit status 1 with each violation named, 2 for bad input.
 """
@@ -18,6 +19,7 @@ Exit status 1 with each violation named, 2 for bad input.
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -91,6 +93,17 @@ def cited_paths(text: str) -> list[str]:
     return paths
 
 
+def documents(repo: Path) -> list[Path]:
+    """The tracked Markdown documents (git ls-files), else README.md and docs/ outside a clone."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "*.md"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        out = []
+    docs = [repo / f for f in out if not f.startswith(("paper/generated/", "tests/data/"))]
+    return docs or [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+
+
 def main() -> int:
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
         print(f"{PROG}: usage: scripts/check/doc_check.py [REPO]", file=sys.stderr)
@@ -108,7 +121,7 @@ def main() -> int:
     elif committed.read_text() != results_md.render(generated):
         problems.append(f"{committed}: not what scripts/pipeline/results_md.py renders from {generated}: "
                         "regenerate it, never edit it")
-    for doc in [readme, *sorted((repo / "docs").glob("*.md"))]:
+    for doc in documents(repo):
         for p in cited_paths(doc.read_text()):
             if not (repo / p).exists() and not (doc.parent / p).exists():
                 problems.append(f"{doc.relative_to(repo)}: names {p}, which a clone does not have")

@@ -6,6 +6,7 @@ other as `from pipeline import explib`, with scripts/ on the path (each command 
   catalogue    the machines, the statistics' counters, the locality targets: each defined once
   explib       one command line, subprocesses with timeouts, parsers, spreads, tables, progress
   sweep, ablation, virtual, micro, preempt, net, numa, numa_policies, tracer, ab: the runners
-  plot         the figures and the paper's numbers, tables and captions from a results directory
+  plot         the figures and the paper's numbers, tables and captions from a results directory,
+               a module each in figures/ (draw(run) and MACROS, the literal name of every macro)
   results_md   the same numbers as Markdown (generated/results.md)
 """

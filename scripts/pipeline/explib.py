@@ -318,7 +318,7 @@ def machine_kind(virt: dict | None) -> str:
 
 
 def is_virtual_build(build: Path) -> bool:
-    """Whether build is configured with -DNUGO_VIRTUAL_TIME=ON (core/src/base/README.md)."""
+    """Whether build is configured with -DNUGO_VIRTUAL_TIME=ON (core/src/vtime/README.md)."""
     cache = build / "CMakeCache.txt"
     return cache.is_file() and "NUGO_VIRTUAL_TIME:BOOL=ON" in cache.read_text()
 

@@ -20,7 +20,7 @@ latency model of the experiments can show.
 the virtual-time build, -DNUGO_VIRTUAL_TIME=ON): the 2-socket Xeon of 32 CPUs and the 4-socket
 Xeon of 96 (sweep.py's v2x16 and v4x24), one P per CPU, NUGO_VIRTUAL=on. The Ps are not folded:
 each runs alone in the order of virtual clocks, and the times are virtual, with the cost
-model's charges for cache lines moved by node distance (core/src/base/README.md). Writes
+model's charges for cache lines moved by node distance (core/src/vtime/README.md). Writes
 OUT_DIR/policies-virtual.md and policies-virtual.json.
 
 Exit status: 0 when every run succeeded, 1 when a run failed, 2 on bad usage.

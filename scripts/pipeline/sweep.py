@@ -52,7 +52,7 @@ Topologies (--topology, comma-separated):
   24node   the 24-node em64t (384 PUs) at 48 Ps, emulated, for locality counters only: its
            timings are not reported (48 Ps folded onto this machine's CPUs measure nothing)
   xml:PATH or synthetic:DESC  any other, emulated
-  virtual  the virtual set, each at one P per PU, in VIRTUAL TIME (core/src/base/README.md,
+  virtual  the virtual set, each at one P per PU, in VIRTUAL TIME (core/src/vtime/README.md,
            "Virtual time"): v2x16 (the 2-socket Xeon of 32 PUs), v4x24 (the 4-socket Xeon,
            96 PUs) and v24x16 (the 24-node em64t, 384 PUs). Their runs are the virtual-time
            build's (--virtual-build-dir, default build-virtual; scripts/test.sh --virtual makes

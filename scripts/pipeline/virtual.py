@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Virtual time's validation (core/src/base/README.md, "Virtual time").
+"""Virtual time's validation (core/src/vtime/README.md).
 
 usage: scripts/pipeline/virtual.py --build-dir BUILD --out OUT [--quick] [--repetitions N]
 

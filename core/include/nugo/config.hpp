@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "nugo/virtual_time.hpp"
+
 namespace nugo {
 
 // A configuration value (usually an environment variable) was malformed; what() names it.
@@ -171,7 +173,7 @@ struct Config {
   bool scheddetail = false;
   static constexpr std::chrono::milliseconds kMaxSchedtrace{3'600'000};
 
-  // Virtual time (core/src/base/README.md, "Virtual time"): in a build configured with
+  // Virtual time (core/src/vtime/README.md): in a build configured with
   // -DNUGO_VIRTUAL_TIME=ON, the runtime's threads run one at a time, in the order of their
   // virtual clocks, so that a machine of hundreds of CPUs (the topology's PUs, or procs) runs
   // on this one and is measured in virtual time. Other builds refuse it. Env: NUGO_VIRTUAL
@@ -181,26 +183,8 @@ struct Config {
 #else
   static constexpr bool kVirtualTimeBuilt = false;
 #endif
-  struct VirtualTime {
-    bool on = false;
-    // How far one thread's clock runs ahead while others are due (base/README.md).
-    std::chrono::nanoseconds quantum{50'000};
-    // A futex wake-up's latency, added to the woken thread's clock; -1: measured on this
-    // machine when run() starts (a ping-pong of two threads, the median one way).
-    std::chrono::nanoseconds wake{-1};
-    // The cost model's cache-line transfer (base/README.md, "The cost model"): between two
-    // CPUs of one node, and at the topology's nearest remote distance; a farther distance d
-    // costs line + (remote_line - line) (d - 10) / (nearest - 10). Charged for the lines a
-    // steal, a global queue's take, a wake-up and a goroutine moving to another P touch.
-    // The defaults are the middle of the published ranges (44-51 ns within an Intel socket,
-    // 108-136 ns across sockets). Zero for both: no charges (NUGO_VIRTUAL=costs=off).
-    std::chrono::nanoseconds line{48};
-    std::chrono::nanoseconds remote_line{122};
-    static constexpr std::chrono::nanoseconds kMinQuantum{10'000};
-    static constexpr std::chrono::nanoseconds kMaxQuantum{10'000'000};
-    static constexpr std::chrono::nanoseconds kMaxWake{1'000'000};
-    static constexpr std::chrono::nanoseconds kMaxLine{100'000};
-  };
+  // The settings of a virtual-time run (nugo/virtual_time.hpp).
+  using VirtualTime = nugo::VirtualTime;
   VirtualTime virtual_time;
 
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,

@@ -60,7 +60,7 @@ struct NodeStats : Counters {
 };
 
 // The clock a run's times are on (idle_ns, the trace, nugo::Clock): "real", or "virtual"
-// (NUGO_VIRTUAL in a virtual-time build, core/src/base/README.md), with that run's parameters
+// (NUGO_VIRTUAL in a virtual-time build, core/src/vtime/README.md), with that run's parameters
 // and what its turns did.
 struct ClockStats {
   bool virtual_time = false;
@@ -73,7 +73,7 @@ struct ClockStats {
   std::uint64_t paused = 0;      // of those, the quantum's signal paused it where it ran
   std::uint64_t timed_out = 0;   // waits that ended at their virtual deadline
   int threads = 0;               // the most threads in virtual time at once (Ms and sysmon)
-  // The cost model (core/src/base/README.md, "The cost model"): a cache line within a node
+  // The cost model (core/src/vtime/README.md, "The cost model"): a cache line within a node
   // and at the nearest remote distance, and the virtual ns charged, summed over the threads:
   // steal, queue, migrate, wake (the runtime's transfers) and program (charge_virtual_time).
   std::int64_t line_ns = 0, remote_line_ns = 0;

@@ -15,7 +15,7 @@
 namespace nugo {
 
 #if NUGO_VIRTUAL_TIME
-// The runtime's clock in the virtual-time build (core/src/base/README.md, "Virtual time"):
+// The runtime's clock in the virtual-time build (core/src/vtime/README.md):
 // during a run with NUGO_VIRTUAL, the virtual clock of the calling thread (in a goroutine, of
 // the virtual CPU it runs on); otherwise CLOCK_MONOTONIC, as steady_clock.
 struct Clock {

@@ -14,7 +14,7 @@
 //   G1: status=4(sleep) m=-1 lockedm=-1 home=0
 // The scheduler takes the counts under every domain's lock (as Go takes sched.lock) and the
 // P, M and G lines without it (as Go's): a line is a snapshot of moving state, for people
-// (inspect.hpp).
+// (views.hpp).
 // Intervals that sysmon missed (it was late) are skipped, not printed in a burst.
 #include <algorithm>
 #include <cstdarg>
@@ -22,7 +22,7 @@
 #include <string>
 
 #include "fdwrite.hpp"
-#include "inspect.hpp"
+#include "views.hpp"
 #include "schedtrace.hpp"
 
 namespace nugo::detail {
@@ -46,8 +46,7 @@ void write_stderr(const std::string& s) {
 
 }  // namespace
 
-void schedtrace(bool detail) {
-  const SchedCounts c = inspect_counts();
+void schedtrace(const SchedCounts& c, const SchedDetail* detail) {
   int idle = 0, spinning = 0, idlethreads = 0, runq = 0, locked = 0;
   for (const DomainCounts& d : c.domains) {
     idle += d.idle_ps;
@@ -73,7 +72,7 @@ void schedtrace(bool detail) {
   out += '\n';
   if (!detail) return write_stderr(out);
 
-  const SchedDetail d = inspect_detail();
+  const SchedDetail& d = *detail;
   for (const PDetail& p : d.ps)
     add(out, "  P%d: status=%d schedtick=%u syscalltick=%u m=%d runqsize=%u gfreecnt=%d timerslen=%zu node=%d\n",
         p.id, p.status, p.schedtick, p.syscalltick, p.m, p.runq, p.gfree, p.timers, p.os_node);

@@ -3,7 +3,11 @@
 
 namespace nugo::detail {
 
-// Go's schedtrace line (and with detail its P, M and G lines), on stderr.
-void schedtrace(bool detail);
+struct SchedCounts;  // views.hpp
+struct SchedDetail;
+
+// Go's schedtrace line from c (and with detail its P, M and G lines), on stderr. sysmon calls
+// it with what the scheduler took (sched/inspect.cpp).
+void schedtrace(const SchedCounts& c, const SchedDetail* detail);
 
 }  // namespace nugo::detail

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "inspect.hpp"
+#include "views.hpp"
 #include "vtime.hpp"
 
 namespace nugo {
@@ -24,7 +24,9 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 
 std::mutex final_mutex;
-Stats final_stats;  // of the last run() that returned
+Stats last_stats;  // of the last run() that returned
+
+}  // namespace
 
 Stats snapshot(const RunView& s) {
   Stats out;
@@ -49,8 +51,8 @@ Stats snapshot(const RunView& s) {
     c.paused = r.paused_by_signal;
     c.timed_out = r.timed_out;
     c.threads = r.peak_members;
-    c.line_ns = s.line_ns;
-    c.remote_line_ns = s.remote_line_ns;
+    c.line_ns = r.line_ns;
+    c.remote_line_ns = r.remote_line_ns;
     using vtime::Cost;
     c.charged_steal_ns = r.charged_ns[static_cast<int>(Cost::steal)];
     c.charged_queue_ns = r.charged_ns[static_cast<int>(Cost::queue)];
@@ -93,6 +95,8 @@ Stats snapshot(const RunView& s) {
   }
   return out;
 }
+
+namespace {
 
 void append_counters(std::string& j, const Counters& c) {
   for (const CounterKey& k : kCounterKeys) {
@@ -140,21 +144,15 @@ void save_final_stats(const RunView& run, std::FILE* file, const std::string& pa
     if (!ok) std::fprintf(stderr, "nugo: NUGO_STATS=\"%s\": writing the statistics failed\n", path.c_str());
   }
   std::lock_guard lock(final_mutex);
-  final_stats = std::move(st);
+  last_stats = std::move(st);
+}
+
+Stats final_stats() {
+  std::lock_guard lock(final_mutex);
+  return last_stats;
 }
 
 }  // namespace detail
-
-Stats stats() {
-  using namespace detail;
-  Stats out;
-  if (inspect_run([](const RunView& run, void* arg) { *static_cast<Stats*>(arg) = snapshot(run); }, &out))
-    return out;
-  std::lock_guard lock(final_mutex);
-  return final_stats;
-}
-
-std::string stats_json() { return to_json(stats()); }
 
 std::string to_json(const Stats& s) {
   using detail::append_counters;

@@ -54,10 +54,14 @@ inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-struct RunView;  // inspect.hpp
+struct RunView;  // views.hpp
+// The statistics of a run as the scheduler viewed it (nugo::stats while a run is on).
+Stats snapshot(const RunView& run);
 // The final snapshot of a run, kept for nugo::stats() after run() returns, and written to
 // file (Config::stats_path, opened at start as path; runtime.cpp, once every M has been
 // joined), which it closes unless it is stderr.
 void save_final_stats(const RunView& run, std::FILE* file, const std::string& path);
+// The last saved (empty, Stats::valid false, before any run() returned).
+Stats final_stats();
 
 }  // namespace nugo::detail

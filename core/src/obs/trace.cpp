@@ -42,7 +42,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -50,9 +49,8 @@
 
 #include "fatal.hpp"
 #include "futex.hpp"
-#include "inspect.hpp"
-#include "nugo/syscall.hpp"
-#include "nugo/trace.hpp"
+#include "views.hpp"
+#include "nugo/runtime.hpp"  // NUGO_TLS_IE
 #include "vtime.hpp"
 
 namespace nugo::detail {
@@ -316,7 +314,7 @@ void open_files(Session* s) {
   }
 }
 
-void start_locked(const std::string& path, std::size_t max_bytes) {
+void start_locked(const std::string& path, std::size_t max_bytes, const TraceSetup& setup) {
   if (cur) throw std::logic_error("nugo::trace::start: a trace is already being recorded (to " +
                                   cur->path + ")");
   if (max_bytes < Config::kMinTraceMax)
@@ -326,13 +324,13 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
   s->path = path;
   s->max_bytes = max_bytes;
   open_files(s.get());
-  TraceSetup setup = inspect_trace_setup();
-  s->p_node = std::move(setup.p_node);
-  s->node_os = std::move(setup.node_os);
-  s->mode = std::move(setup.mode);
-  s->topology = std::move(setup.topology);
+  s->p_node = setup.p_node;
+  s->node_os = setup.node_os;
+  s->mode = setup.mode;
+  s->topology = setup.topology;
+  s->wait_reasons = setup.wait_reasons;
   s->emulated = setup.emulated;
-  s->cpus = std::move(setup.cpus);
+  s->cpus = setup.cpus;
   for (std::size_t i = 0; i < 2 * s->p_node.size() + 8; ++i)
     s->pool.push_back(s->owned.emplace_back(std::make_unique<TraceBuf>()).get());
   static const bool usable = usable_tsc();
@@ -360,7 +358,7 @@ void start_locked(const std::string& path, std::size_t max_bytes) {
 
 // Stops recording and writes the file (with write, else removes it); throws
 // std::runtime_error if that failed.
-bool stop_locked(bool write) {
+bool stop_locked(bool write, ForEachTraceSlot for_each_slot) {
   if (!cur) return false;
   std::unique_ptr<Session> owned(cur);  // freed however this ends
   Session* s = owned.get();
@@ -384,7 +382,7 @@ bool stop_locked(bool write) {
     partial = b;
   };
   // Under the M list's lock, held while waiting: a recording M never takes it.
-  for_each_trace_slot(
+  for_each_slot(
       [](TraceSlot& m, void* keep_partial) {
         while (m.busy.load(std::memory_order_acquire)) cpu_relax();
         (*static_cast<decltype(keep)*>(keep_partial))(m.buf);
@@ -425,62 +423,31 @@ bool stop_locked(bool write) {
 
 }  // namespace
 
-void trace_start_run(const std::string& path, std::size_t max_bytes) {
+void trace_start(const std::string& path, std::size_t max_bytes, const TraceSetup& setup) {
   std::lock_guard lock(session_mu);
-  start_locked(path, max_bytes);
+  start_locked(path, max_bytes, setup);
 }
 
-void trace_stop_run() {
+bool trace_stop(bool write, ForEachTraceSlot for_each_slot) {
   std::lock_guard lock(session_mu);
+  return stop_locked(write, for_each_slot);
+}
+
+bool trace_active() {
+  std::lock_guard lock(shared_mu);
+  return cur != nullptr;
+}
+
+void trace_start_run(const std::string& path, std::size_t max_bytes, const TraceSetup& setup) {
+  trace_start(path, max_bytes, setup);
+}
+
+void trace_stop_run(ForEachTraceSlot for_each_slot) {
   try {
-    stop_locked(true);
+    trace_stop(true, for_each_slot);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
 }
 
 }  // namespace nugo::detail
-
-namespace nugo::trace {
-
-// The calls below come from goroutines or from threads outside nugo: the instance must not
-// go away under them (detail::with_instance), and a goroutine should not hold its P through
-// the file's writing: f runs as a blocking system call, so the goroutine's P goes on without
-// it while files are opened or written (nugo::blocking_syscall carries an exception out).
-template <class F>
-auto outside_p(F f) {
-  std::optional<decltype(f())> result;
-  auto call = [&] { result.emplace(blocking_syscall(f)); };
-  if (!detail::with_instance([](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call))
-    throw std::logic_error("nugo::trace: the runtime is not running (call within nugo::run)");
-  return *result;
-}
-
-void start(const std::string& path, std::size_t max_bytes) {
-  outside_p([&] {
-    std::lock_guard lock(detail::session_mu);
-    detail::start_locked(path, max_bytes);
-    return true;
-  });
-}
-
-bool stop() {
-  return outside_p([] {
-    std::lock_guard lock(detail::session_mu);
-    return detail::stop_locked(true);
-  });
-}
-
-bool discard() {
-  return outside_p([] {
-    std::lock_guard lock(detail::session_mu);
-    return detail::stop_locked(false);
-  });
-}
-
-bool active() {
-  std::lock_guard lock(detail::shared_mu);
-  return detail::cur != nullptr;
-}
-
-}  // namespace nugo::trace

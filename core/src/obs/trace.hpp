@@ -21,7 +21,7 @@ struct TraceBuf;  // trace_file.hpp
 
 // An M's recording state (M::trace, m.hpp): its buffer, and the flag it raises while writing a
 // record there, which stop() waits on before taking the buffer (for_each_trace_slot,
-// inspect.hpp). lent: the time a go_stop lent to the go_start the scheduler writes next
+// views.hpp). lent: the time a go_stop lent to the go_start the scheduler writes next
 // (Stamp, below), 0 for none; the scheduler's paths that can wait clear it (trace_end_loan).
 struct TraceSlot {
   std::atomic<std::uint32_t> busy{0};
@@ -78,10 +78,23 @@ inline void traceev(Ev kind, int p, std::int64_t g, std::uint64_t arg = 0, std::
   if (tracing()) [[unlikely]] trace_event(kind, p, g, arg, x, b, stamp);
 }
 
+struct TraceSetup;  // views.hpp
+using ForEachTraceSlot = void (*)(void (*visit)(TraceSlot& slot, void* arg), void* arg);
+
+// Starts recording into path (at most max_bytes of JSON) for a run the scheduler describes in
+// setup; throws std::logic_error if a trace is on, std::invalid_argument for a cap below
+// Config::kMinTraceMax, std::runtime_error naming a file that cannot be written.
+void trace_start(const std::string& path, std::size_t max_bytes, const TraceSetup& setup);
+// Stops recording (waiting for each M's record in progress, through the scheduler's
+// for_each_slot) and writes the file, or removes it unless write; false if no trace was on;
+// throws std::runtime_error naming what failed.
+bool trace_stop(bool write, ForEachTraceSlot for_each_slot);
+bool trace_active();
+
 // run() starts a trace from Config::trace_path (capped at Config::trace_max) before the main
 // goroutine exists, and stops whatever trace is on once every M has been joined
-// (runtime.cpp).
-void trace_start_run(const std::string& path, std::size_t max_bytes);
-void trace_stop_run();
+// (runtime.cpp); the stop reports a failure on stderr.
+void trace_start_run(const std::string& path, std::size_t max_bytes, const TraceSetup& setup);
+void trace_stop_run(ForEachTraceSlot for_each_slot);
 
 }  // namespace nugo::detail

@@ -151,9 +151,10 @@ struct TraceFile {
   std::vector<int> p_node;
   std::vector<int> node_os;
   std::string mode, topology;
+  std::vector<std::string> wait_reasons;  // by number, as go_stop records carry them
   bool emulated = false;
   bool tsc = false;  // ticks are the TSC's, else CLOCK_MONOTONIC ns
-  bool virtual_clock = false;  // ticks are virtual ns (NUGO_VIRTUAL, base/vtime.hpp)
+  bool virtual_clock = false;  // ticks are virtual ns (NUGO_VIRTUAL, vtime/vtime.hpp)
 
   std::atomic<bool> capped{false};  // recording stopped at the size cap
   int write_errno = 0;              // the writer's first failure

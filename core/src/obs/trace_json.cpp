@@ -14,7 +14,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inspect.hpp"  // the names of wait reasons
 #include "trace_file.hpp"
 
 namespace nugo::detail {
@@ -142,7 +141,7 @@ class Converter {
         if (!on_p) return true;
         std::string args = fmt("\"why\":\"%s\"", stop_why(e.b));
         if (static_cast<StopWhy>(e.b) == StopWhy::block)
-          args += ",\"reason\":" + json_string(wait_reason_name(e.x));
+          args += ",\"reason\":" + json_string(e.x < s_.wait_reasons.size() ? s_.wait_reasons[e.x] : std::string("?"));
         if (!end(e.p, g, ts, args)) return false;
         if (static_cast<StopWhy>(e.b) == StopWhy::end) pending_.erase(g);  // ids are not reused
         bool by_signal = static_cast<StopWhy>(e.b) == StopWhy::preempt_signal;

@@ -13,7 +13,7 @@
 
 #include NUGO_BACKTRACE_H  // GCC's libbacktrace (the path is set by core/CMakeLists.txt)
 
-#include "inspect.hpp"
+#include "views.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -258,13 +258,10 @@ std::string format_traceback(const Traceback& tb, int max_frames) {
   return out;
 }
 
-void print_current_traceback(std::FILE* out) noexcept {
-  CurrentGoroutine gp;
+void print_current_traceback(std::FILE* out, const CurrentGoroutine& gp) noexcept {
   char here;
   // Only on the goroutine's own stack: not on g0, nor in a signal handler's alternate stack.
-  // Not in a child of fork() (current_goroutine says none): it may not start a thread, and a
-  // lock of the allocator may be held by a thread that did not survive the fork.
-  if (!current_goroutine(&gp) || &here < gp.stack_lo || &here >= gp.stack_hi) return;
+  if (&here < gp.stack_lo || &here >= gp.stack_hi) return;
   Traceback tb;
   traceback_here(&tb);  // a few hundred bytes of the goroutine's stack
   // Symbolizing takes far more (libbacktrace reads the debug information, demangling

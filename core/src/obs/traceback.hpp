@@ -36,7 +36,9 @@ struct Traceback {
 // frames; "..." after them if there were more. Empty if nothing could be symbolized.
 std::string format_traceback(const Traceback& tb, int max_frames = 16);
 
-// "goroutine N [what]:" and the frames, for a fatal error raised on a goroutine's stack.
-void print_current_traceback(std::FILE* out) noexcept;
+struct CurrentGoroutine;  // views.hpp
+// "goroutine N [running]:" and the frames, for a fatal error raised on g's stack by the
+// calling thread (the scheduler's hook, sched/inspect.cpp, says which goroutine that is).
+void print_current_traceback(std::FILE* out, const CurrentGoroutine& g) noexcept;
 
 }  // namespace nugo::detail

@@ -1,5 +1,6 @@
 // A domain's lists: its global run queue, idle Ps and idle Ms (domain.hpp), and which M owns
 // which P. Everything here but acquirep/releasep runs with the domain's lock held.
+#include "costs.hpp"  // virtual time's cost model
 #include "domain.hpp"
 
 #include <sched.h>
@@ -52,7 +53,7 @@ G* pinnedget(Domain* d, P* pp) {
   d->npinned.store(d->npinned.load(rlx) - 1, rlx);
   bump(pp->stats.globrunq_own);
   if (e.node() != pp->node) count_moved_remote(pp, e.node(), 1);
-  charge_lines(e.node(), pp->node, 1, vtime::Cost::queue);  // virtual time: the entry's line
+  vtime::charge_lines(e.node(), pp->node, vtime::kPinnedTakeLines, vtime::Cost::queue);
   return e.gp();
 }
 
@@ -70,18 +71,17 @@ G* globrunqget(Domain* d, P* pp, int max, int adopt_node) {
   if (max > 0 && n > max) n = max;
   if (n > static_cast<int>(kRunqSize / 2)) n = kRunqSize / 2;
   d->runqsize.store(size - n, rlx);
-  // Virtual time's cost model: the queue's line (last written where its front was queued)
-  // and the entries' (four to a line, each from where it was queued).
-  std::int64_t charge_ns = line_cost(d->runq.front().node(), pp->node) * 4;
+  // Virtual time's cost model (vtime/costs.hpp): the queue's line and the entries' shares.
+  std::int64_t charge_ns = vtime::line_price(d->runq.front().node(), pp->node) * vtime::kEntriesPerLine;
   for (int i = 0; i < n; ++i) {
     const Domain::Entry& e = d->runq[static_cast<std::uint32_t>(i)];
     if (adopt_node >= 0) [[unlikely]]  // the lock holder's G to change
       e.gp()->home = static_cast<std::int16_t>(adopt_node);
     if (e.node() != pp->node) [[unlikely]] count_moved_remote(pp, e.node(), 1);
-    charge_ns += line_cost(e.node(), pp->node);
+    charge_ns += vtime::line_price(e.node(), pp->node);
     if (i > 0) runqput(pp, e.gp(), false);
   }
-  if (charge_ns != 0) vtime::charge(charge_ns / 4, vtime::Cost::queue);
+  if (charge_ns != 0) vtime::charge(charge_ns / vtime::kEntriesPerLine, vtime::Cost::queue);
   G* gp = d->runq.front().gp();
   d->runq.pop_front(static_cast<std::uint32_t>(n));
   bump(d == pp->domain ? pp->stats.globrunq_own : pp->stats.globrunq_remote);

@@ -66,7 +66,7 @@ static_assert(std::is_standard_layout_v<Closure> &&
 static_assert(!std::is_polymorphic_v<G>, "a vtable pointer would move Closure and GHead");
 static_assert(sizeof(Closure) % alignof(GHead) == 0, "GHead must follow the Closure directly");
 
-// In virtual time, stamps gp with the time it becomes runnable (base/README.md, "Virtual time":
+// In virtual time, stamps gp with the time it becomes runnable (vtime/README.md:
 // a goroutine readied by a thread whose clock is ahead must not run earlier on another).
 inline void stamp_runnable([[maybe_unused]] G* gp) {
 #if NUGO_VIRTUAL_TIME

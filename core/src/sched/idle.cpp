@@ -17,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include "costs.hpp"  // virtual time's cost model
 #include "deadlock.hpp"
 #include "fatal.hpp"
 #include "netpoll.hpp"
@@ -393,7 +394,7 @@ void startm(Domain* d, bool spinning, bool cross_node) {
   // Virtual time's cost model: the waker writes the P's and the sleeping M's lines (the
   // wake-up's own latency is vtime's, measured).
   if (vtime::on())
-    if (M* self = getm(); self && self->p) charge_lines(self->p->node, pp->node, 2, vtime::Cost::wake);
+    if (M* self = getm(); self && self->p) vtime::charge_lines(self->p->node, pp->node, vtime::kWakeLines, vtime::Cost::wake);
   startm_locked(d, pp, spinning);
 }
 

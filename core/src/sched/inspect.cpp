@@ -1,6 +1,8 @@
-// What observing asks of the scheduler (obs/inspect.hpp), answered here under the scheduler's
-// own locks, and the capture of parked goroutines' stacks for the deadlock report.
-#include "inspect.hpp"
+// What the scheduler hands observing (obs/views.hpp): views of its state, taken here under
+// its own locks; the capture of parked goroutines' stacks for the deadlock report; and the
+// public calls that read the scheduler (nugo::stats, nugo::trace), which pass obs what it
+// formats.
+#include "views.hpp"
 
 #include <unordered_map>
 
@@ -11,6 +13,10 @@
 #include "proc.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
+#include "traceback.hpp"
+#include "nugo/stats.hpp"
+#include "nugo/syscall.hpp"
+#include "nugo/trace.hpp"
 
 namespace nugo::detail {
 namespace {
@@ -46,8 +52,6 @@ RunView run_view(const Sched& s) {
   v.emulated = s.topology.emulated;
   v.topology_nodes = static_cast<int>(s.topology.nodes.size());
   v.virtual_time = s.cfg.virtual_time.on;
-  v.line_ns = s.cfg.virtual_time.line.count();
-  v.remote_line_ns = s.cfg.virtual_time.remote_line.count();
   v.start_ns = s.start_ns;
   v.main_return_ns = s.main_return_ns.load(rlx);
   v.now_ns = s.run_time_now();
@@ -161,13 +165,6 @@ SchedDetail inspect_detail() {
   return out;
 }
 
-bool inspect_run(void (*fn)(const RunView& view, void* arg), void* arg) {
-  ForeignCall runtime(ForeignCall::Purpose::read);
-  if (!runtime.running()) return false;
-  fn(run_view(*sched), arg);  // the instance stays until the call returns
-  return true;
-}
-
 TraceSetup inspect_trace_setup() {
   const Sched& s = *sched;
   TraceSetup out;
@@ -177,6 +174,8 @@ TraceSetup inspect_trace_setup() {
   out.topology = s.cfg.topology.empty() ? "this machine" : s.cfg.topology;
   out.emulated = s.topology.emulated;
   out.cpus = s.topology.real_cpus;
+  for (unsigned r = 0; r <= static_cast<unsigned>(WaitReason::io_wait); ++r)
+    out.wait_reasons.emplace_back(to_string(static_cast<WaitReason>(r)));
   return out;
 }
 
@@ -187,20 +186,12 @@ void for_each_trace_slot(void (*fn)(TraceSlot& slot, void* arg), void* arg) {
   sched->mlock.unlock();
 }
 
-bool with_instance(void (*fn)(void* arg), void* arg) {
-  ForeignCall runtime(ForeignCall::Purpose::read);
-  if (!runtime.running()) return false;
-  fn(arg);
-  return true;
-}
-
-const char* wait_reason_name(unsigned reason) { return to_string(static_cast<WaitReason>(reason)); }
-
-bool current_goroutine(CurrentGoroutine* out) {
+void print_goroutine_traceback(std::FILE* out) noexcept {
+  // Not in a child of fork(): it may not start a thread (the symbolizer runs on one), and a
+  // lock of the allocator may be held by a thread that did not survive the fork.
   G* gp = getg();
-  if (!gp || !gp->stack || forked_child) return false;
-  *out = {gp->goid, gp->stack.lo, gp->stack.hi};
-  return true;
+  if (!gp || !gp->stack || forked_child) return;
+  print_current_traceback(out, CurrentGoroutine{gp->goid, gp->stack.lo, gp->stack.hi});
 }
 
 void capture_waiting_goroutines(M* m, WaitingReport& report) {
@@ -213,3 +204,59 @@ void capture_waiting_goroutines(M* m, WaitingReport& report) {
 }
 
 }  // namespace nugo::detail
+
+namespace nugo {
+
+Stats stats() {
+  using namespace detail;
+  ForeignCall runtime(ForeignCall::Purpose::read);
+  if (runtime.running()) return snapshot(run_view(*sched));  // the instance stays until it returns
+  return final_stats();
+}
+
+std::string stats_json() { return to_json(stats()); }
+
+namespace trace {
+namespace {
+
+// The calls below come from goroutines or from threads outside nugo: the instance must not go
+// away under them (ForeignCall, read only), and a goroutine should not hold its P through the
+// file's writing: the tracer's work runs as a blocking system call, so the goroutine's P goes
+// on without it while files are opened or written (nugo::blocking_syscall carries an
+// exception out).
+class InRuntime {
+ public:
+  InRuntime() : call_(detail::ForeignCall::Purpose::read) {
+    if (!call_.running())
+      throw std::logic_error("nugo::trace: the runtime is not running (call within nugo::run)");
+  }
+
+ private:
+  detail::ForeignCall call_;
+};
+
+}  // namespace
+
+void start(const std::string& path, std::size_t max_bytes) {
+  InRuntime in;
+  const detail::TraceSetup setup = detail::inspect_trace_setup();
+  blocking_syscall([&] {
+    detail::trace_start(path, max_bytes, setup);
+    return true;
+  });
+}
+
+bool stop() {
+  InRuntime in;
+  return blocking_syscall([] { return detail::trace_stop(true, detail::for_each_trace_slot); });
+}
+
+bool discard() {
+  InRuntime in;
+  return blocking_syscall([] { return detail::trace_stop(false, detail::for_each_trace_slot); });
+}
+
+bool active() { return detail::trace_active(); }
+
+}  // namespace trace
+}  // namespace nugo

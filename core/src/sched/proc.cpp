@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "costs.hpp"  // virtual time's cost model
 #include "fatal.hpp"
 #include "netpoll.hpp"
 #include "preempt.hpp"
@@ -232,18 +233,16 @@ void mcall(McallFn fn) {
 
 namespace {
 
-// Virtual time's cost model: a goroutine that runs on another P than the one it last ran on
-// (or was made on) brings its state along: its G's two cache lines (three in this build, which
-// adds fields; the model prices the G of the normal build), the registers saved on its stack
-// and its top frame. A channel's hand-off to a goroutine of another node is charged here,
-// when the receiver runs where the sender readied it.
-constexpr std::int64_t kMovedLines = 4;
+// Virtual time's cost model (vtime/costs.hpp, kMovedLines): a goroutine that runs on another P
+// than the one it last ran on (or was made on) brings its state along. A channel's hand-off to
+// a goroutine of another node is charged here, when the receiver runs where the sender readied
+// it.
 void charge_moved([[maybe_unused]] G* gp, [[maybe_unused]] const P* pp) {
 #if NUGO_VIRTUAL_TIME
   if (!vtime::on()) return;
   if (gp->vp >= 0 && gp->vp != pp->id)
-    charge_lines(sched->allp[static_cast<std::size_t>(gp->vp)]->node, pp->node, kMovedLines,
-                 vtime::Cost::migrate);
+    vtime::charge_lines(sched->allp[static_cast<std::size_t>(gp->vp)]->node, pp->node,
+                        vtime::kMovedLines, vtime::Cost::migrate);
   gp->vp = pp->id;
 #endif
 }

@@ -8,8 +8,10 @@
 // closures are destroyed and their stacks unmapped. Two things can still hold run() up: a
 // goroutine inside nugo::syscall (its M returns when the call does) and, with
 // asyncpreemptoff=1, a goroutine in a loop without scheduling points.
+#include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,9 +23,8 @@
 #include <system_error>
 
 #include "fatal.hpp"
-#include "inspect.hpp"
-#include "memory.hpp"
-#include "nugo/numa.hpp"
+#include "views.hpp"
+#include "nodes.hpp"
 #include "netpoll.hpp"
 #include "plan.hpp"
 #include "preempt.hpp"
@@ -135,12 +136,7 @@ Sched::~Sched() {
     }
     gp->~G();
   });
-  for (const GSlab& s : gslabs) {
-    if (s.numa)
-      numa::free(s.mem, s.bytes);
-    else
-      ::operator delete(s.mem, std::align_val_t{alignof(G)});
-  }
+  for (const GSlab& s : gslabs) unmap_pages(s.mem, s.bytes);
 }
 
 // G descriptors of d's node: the G of a goroutine created there is written there first and
@@ -149,17 +145,21 @@ Sched::~Sched() {
 G* Sched::new_gchunk(Domain* d) {
   if (d->gslab_next == d->gslab_end) {
     constexpr std::size_t bytes = std::size_t{kGSlabChunks} * kGChunk * sizeof(G);
-    bool on_node = d->os_node >= 0;
-    void* mem = nullptr;
-    try {
-      mem = on_node ? numa::alloc_on(d->os_node, bytes)
-                    : ::operator new(bytes, std::align_val_t{alignof(G)});
-    } catch (const std::exception& e) {
-      fatal("cannot allocate goroutine descriptors: %s", e.what());
+    // Reserved, bound to the node, then committed (base/nodes.hpp, "Bound before touched").
+    void* mem = reserve_pages(bytes);
+    if (mem == MAP_FAILED) fatal("cannot allocate goroutine descriptors: %s", std::strerror(errno));
+    if (d->os_node >= 0) {
+      const NodeView& v = current_node_view();
+      int err = 0;
+      if (v.emulated)
+        note_unbound(v);
+      else if (!bind_or_unbound(mem, bytes, MPOL_BIND, mask_of({d->os_node}), v, &err))
+        fatal("cannot bind goroutine descriptors to node %d: %s", d->os_node, std::strerror(err));
     }
+    if (!commit_pages(mem, bytes)) fatal("cannot allocate goroutine descriptors: %s", std::strerror(errno));
     if (reinterpret_cast<std::uintptr_t>(mem) + bytes > std::uintptr_t{1} << Domain::Entry::kShift)
       fatal("goroutine descriptors at %p: above the 48-bit addresses run queues can tag", mem);
-    gslabs.push_back({mem, bytes, on_node});
+    gslabs.push_back({mem, bytes});
     d->gslab_next = static_cast<G*>(mem);
     d->gslab_end = d->gslab_next + std::size_t{kGSlabChunks} * kGChunk;
   }
@@ -232,20 +232,16 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   std::FILE* stats_file = open_stats_file(cfg, exit_on_bad_config);
   if (topology.emulated) announce_emulated(topology);
   signals::install_handlers();
-  set_fatal_traceback(print_current_traceback);  // from now on a fatal error says where
+  set_fatal_traceback(print_goroutine_traceback);  // from now on a fatal error says where
   // nugo::numa's allocations (and the stack pools' binding) see this run's nodes from now on.
-  numa::detail::publish_topology(&topology, cfg.debug_numa);
-  if (cfg.virtual_time.on) {  // before the instance: its clocks start in virtual time
-    vtime::Params vp;
-    vp.quantum_ns = cfg.virtual_time.quantum.count();
-    vp.wake_ns = cfg.virtual_time.wake.count();
-    vtime::start(vp, preempt::vtime_pause_filter());
-  }
+  publish_topology(&topology, cfg.debug_numa);
+  // Before the instance: its clocks start in virtual time.
+  if (cfg.virtual_time.on) vtime::start(cfg.virtual_time, topology, preempt::vtime_pause_filter());
   try {
     sched = new Sched(cfg, std::move(topology));
   } catch (...) {
     vtime::stop();
-    numa::detail::publish_topology(nullptr, false);
+    publish_topology(nullptr, false);
     if (stats_file && stats_file != stderr) std::fclose(stats_file);
     throw;
   }
@@ -254,13 +250,13 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     // Before any goroutine exists, so that the trace has the whole run; a path that cannot
     // be written is bad input, as for the statistics.
     try {
-      trace_start_run(cfg.trace_path, cfg.trace_max);
+      trace_start_run(cfg.trace_path, cfg.trace_max, inspect_trace_setup());
     } catch (const std::exception& e) {
       ConfigError bad("NUGO_TRACE=\"" + cfg.trace_path + "\": " + e.what());
       delete sched;
       sched = nullptr;
       vtime::stop();
-      numa::detail::publish_topology(nullptr, false);
+      publish_topology(nullptr, false);
       if (stats_file && stats_file != stderr) std::fclose(stats_file);
       if (!exit_on_bad_config) throw bad;
       bad_config(bad);
@@ -328,13 +324,13 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   }
   // Every M is gone: the counts are final.
   save_final_stats(run_view(*sched), sched->stats_file, sched->cfg.stats_path);
-  trace_stop_run();          // and the trace, if one is still on, is complete
+  trace_stop_run(for_each_trace_slot);          // and the trace, if one is still on, is complete
   vtime::stop();             // every member has left: the clock is the real one again
   tearing_down = true;
   delete sched;
   tearing_down = false;
   sched = nullptr;
-  numa::detail::publish_topology(nullptr, false);  // plain threads: the real machine again
+  publish_topology(nullptr, false);  // plain threads: the real machine again
   netpoll_forget_goroutines();  // the ones parked on descriptors are gone with the rest
   run_stop_hooks(StopPhase::freed);  // and so is what their calls held (sockets)
 }

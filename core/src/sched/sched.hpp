@@ -30,7 +30,7 @@ struct Sched {
   ~Sched();
 
   // Decided at start, never changed while the instance runs: the configuration, the machine
-  // (or the emulated one), and the plan made of them (numa/src/plan.hpp: the Ps and their
+  // (or the emulated one), and the plan made of them (numa/plan/plan.hpp: the Ps and their
   // domains, the binding, the homes of threads without a P, the distance classes, the NUMA
   // policy as it runs).
   const Config cfg;
@@ -51,8 +51,8 @@ struct Sched {
   Lock glock;  // gchunks, the global free-G list, and the foreign threads' chunk
   std::vector<G*> gchunks;  // every G ever allocated, kGChunk per entry (Go's allgs)
   // The memory of the chunks: slabs of kGSlabChunks chunks, each taken by one domain and
-  // allocated on its node (nugo::numa) in NUMA mode, from the heap in flat mode.
-  struct GSlab { void* mem; std::size_t bytes; bool numa; };
+  // bound to its node in NUMA mode (base/nodes.hpp), left to the kernel in flat mode.
+  struct GSlab { void* mem; std::size_t bytes; };
   std::vector<GSlab> gslabs;
   static constexpr int kGSlabChunks = 64;  // 2 MiB of Gs
   G* gchunk_next = nullptr;
@@ -135,18 +135,6 @@ inline Domain* home_domain(const G* gp) {
   return d >= 0 ? sched->domains[d].get() : nullptr;
 }
 
-// Virtual time's cost model (base/README.md, "The cost model"): the virtual ns a cache line
-// costs to move from node index `from` to node index `to`, and a charge of `lines` of them
-// to the calling member's clock. Constant zero and nothing in every other build.
-inline std::int64_t line_cost([[maybe_unused]] int from, [[maybe_unused]] int to) {
-#if NUGO_VIRTUAL_TIME
-  if (vtime::on() && from >= 0 && to >= 0) return sched->plan.line_ns[from][to];
-#endif
-  return 0;
-}
-inline void charge_lines(int from, int to, std::int64_t lines, vtime::Cost what) {
-  if (std::int64_t ns = line_cost(from, to)) vtime::charge(lines * ns, what);
-}
 
 // Go's forEachG over a list of chunks held still: Sched::gchunks with glock held, a copy taken
 // under it, or any list once no M runs. for_each_g (link.hpp) is the locked walk for library
@@ -160,11 +148,23 @@ void for_each_g_in(const std::vector<G*>& chunks, Fn&& fn) {
 // sysmon.cpp
 void sysmon_main();
 
-// What observing reads (obs/inspect.hpp; inspect.cpp): a view of s, for the statistics at the
-// end of a run, and the stacks of the goroutines parked for good, into a deadlock report.
+// What the scheduler hands observing (obs/views.hpp; inspect.cpp), taken under its own
+// locks: schedtrace's counts (under every domain's lock) and lines, a view of s for the
+// statistics, the tracer's setup and its walk over the Ms' slots (under the M list's lock),
+// the stacks of the goroutines parked for good into a deadlock report, and the fatal error
+// hook that prints the running goroutine's traceback.
 struct RunView;
+struct SchedCounts;
+struct SchedDetail;
+struct TraceSetup;
+struct TraceSlot;
 class WaitingReport;
+SchedCounts inspect_counts();
+SchedDetail inspect_detail();
 RunView run_view(const Sched& s);
+TraceSetup inspect_trace_setup();
+void for_each_trace_slot(void (*visit)(TraceSlot& slot, void* arg), void* arg);
 void capture_waiting_goroutines(M* m, WaitingReport& report);
+void print_goroutine_traceback(std::FILE* out) noexcept;
 
 }  // namespace nugo::detail

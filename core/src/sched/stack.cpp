@@ -13,7 +13,7 @@
 #include <string>
 
 #include "fatal.hpp"
-#include "memory.hpp"
+#include "nodes.hpp"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -75,23 +75,23 @@ StackPool::~StackPool() {
 
 void StackPool::new_slab() {
   std::size_t bytes = slab_slots_ * slot_size_;
-  // Reserved unfaultable until bound and told not to use huge pages (numa/src/alloc.cpp,
+  // Reserved unfaultable until bound and told not to use huge pages (base/nodes.hpp,
   // "Bound before touched": a read-write slab could be faulted in by a neighbour's touch; and
   // with THP set to "always", touching one stack's top page could fault in 2 MiB).
-  void* base = numa::detail::reserve(bytes, MAP_NORESERVE | MAP_STACK);
+  void* base = reserve_pages(bytes, MAP_NORESERVE | MAP_STACK);
   if (base == MAP_FAILED)
     fatal("cannot reserve %zu bytes for goroutine stacks (%s); lower NUGO_STACK", bytes,
           std::strerror(errno));
   madvise(base, bytes, MADV_NOHUGEPAGE);
   // Every stack page is then allocated on the node while it has memory (preferred, not
   // strict: a full node must not turn a stack fault into the OOM killer).
-  if (os_node_ >= 0 && !numa::detail::bind_range(base, bytes, os_node_, /*strict=*/false)) {
+  if (os_node_ >= 0 && !bind_range(base, bytes, os_node_, /*strict=*/false)) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
       std::fprintf(stderr, "nugo: cannot bind goroutine stacks to node %d (%s); they are "
                    "placed by the kernel's default policy\n", os_node_, std::strerror(errno));
   }
-  if (!numa::detail::commit(base, bytes))
+  if (!commit_pages(base, bytes))
     fatal("cannot commit %zu bytes for goroutine stacks (%s); lower NUGO_STACK", bytes,
           std::strerror(errno));
   int n = nslabs_.load(std::memory_order_relaxed);

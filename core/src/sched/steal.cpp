@@ -5,6 +5,7 @@
 // nothing for NumaPolicy::remote_delay: the other domains, nearest group first
 // (Domain::remote, planned in numa/), each one's global queue, then its Ps, taking what
 // NumaPolicy::remote_take says.
+#include "costs.hpp"  // virtual time's cost model
 #include "proc.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
@@ -28,7 +29,7 @@ void count_steal(P* pp, const P* victim, std::uint32_t t, const G* gp) {
           static_cast<std::uint32_t>(n), victim->node != pp->node);
   // Virtual time's cost model: the thief read the victim's head and tail and the slots it
   // took (eight to a line); the Gs' own state is charged when they run (charge_moved).
-  charge_lines(victim->node, pp->node, 2 + static_cast<std::int64_t>((n + 7) / 8), vtime::Cost::steal);
+  vtime::charge_lines(victim->node, pp->node, vtime::steal_lines(n), vtime::Cost::steal);
   if (victim->node == pp->node) {
     bump(pp->stats.steals_same_node);
     bump(pp->stats.moved_same_node, n);

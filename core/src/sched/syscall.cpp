@@ -49,7 +49,7 @@ void entersyscall(bool block) {
     handoffp(pp);
   }
   // In virtual time the body runs outside it, beside the members, and the M comes back with
-  // its clock advanced by the real time the call took (base/README.md, "Virtual time").
+  // its clock advanced by the real time the call took (vtime/README.md).
   vtime::leave();
 }
 

@@ -33,6 +33,7 @@
 #include <cstdlib>
 
 #include "fatal.hpp"
+#include "views.hpp"
 #include "netpoll.hpp"
 #include "preempt.hpp"
 #include "signals.hpp"
@@ -145,7 +146,8 @@ bool every_p_idle() {
 // Sysmon does it because it runs no goroutine and holds no lock between its looks.
 [[noreturn]] void quit_with_dump() {
   std::fputs("SIGQUIT: quit\n", stderr);
-  schedtrace(/*detail=*/true);
+  const SchedDetail detail = inspect_detail();
+  schedtrace(inspect_counts(), &detail);
   std::fflush(stderr);
   exit_fatal();
 }
@@ -171,7 +173,12 @@ void sysmon_main() {
     if (signals::quit_requested.load()) [[unlikely]]
       quit_with_dump();
     if (std::int64_t now = nanotime(); now >= next_trace && !sched->stopping.load()) {
-      schedtrace(sched->cfg.scheddetail);
+      if (sched->cfg.scheddetail) {
+        const SchedDetail detail = inspect_detail();
+        schedtrace(inspect_counts(), &detail);
+      } else {
+        schedtrace(inspect_counts(), nullptr);
+      }
       next_trace += trace_ns;  // intervals missed while sysmon was late are skipped, as Go's
       if (next_trace <= now) next_trace = now + trace_ns;
     }

@@ -1,10 +1,11 @@
-// What observing asks of the scheduler. obs declares it and the scheduler defines it
-// (sched/inspect.cpp), so that the include arrows run one way, sched -> obs: no obs file
-// includes a scheduler header (obs's include path has none, and tests/walls_test.sh checks the
-// relative paths). Every answer is a copy, taken by the scheduler under its own locks; obs's
-// code takes no scheduler lock itself. (obs's own locks still sit in the order: the tracer's
-// stop holds its session lock while for_each_trace_slot takes the M list's, and Ms record
-// under domain locks into buffers guarded by the tracer's pool and shared locks.)
+// What the scheduler hands observing: views of its state, plain values the scheduler takes
+// under its own locks (sched/inspect.cpp) and passes to obs's reports, so that the arrows run
+// one way, sched -> obs: obs includes no scheduler header and calls no scheduler function
+// (obs's include path has none; tests/walls_test.sh checks the relative paths and the closure).
+// The public calls that read the scheduler (nugo::stats, nugo::trace::start and stop) live on
+// the scheduler's side and hand obs what it formats. obs's own locks still sit in the order:
+// the tracer's stop holds its session lock while the scheduler walks the Ms' trace slots under
+// the M list's lock, and Ms record under domain locks into buffers guarded by the tracer's.
 //
 // Go's equivalents read the runtime's structures in place (schedtrace, forEachG, traceback);
 // here the scheduler hands out plain values, which obs formats.
@@ -43,9 +44,8 @@ struct SchedCounts {
   std::vector<std::uint32_t> rings;   // each P's local run queue length, by P id
 };
 
-// The counts under every domain's lock at once, as Go's schedtrace takes sched.lock: the node
+// Taken under every domain's lock at once, as Go's schedtrace takes sched.lock: the node
 // groups add up to the totals.
-SchedCounts inspect_counts();
 
 // Statuses in Go's numbering: _Pidle 0, _Prunning 1, _Psyscall 2; _Gidle 0, _Grunnable 1,
 // _Grunning 2, _Gsyscall 3, _Gwaiting 4, _Gdead 6.
@@ -78,7 +78,6 @@ struct SchedDetail {
 
 // The P, M and G lines: each list copied under its lock and read without the scheduler's lock,
 // as Go's are (a snapshot of moving state, for people).
-SchedDetail inspect_detail();
 
 // ---- statistics (nugo::stats, NUGO_STATS) ----
 
@@ -90,8 +89,7 @@ struct RunView {
   std::string topology_source;
   bool emulated = false;
   int topology_nodes = 0;
-  bool virtual_time = false;
-  std::int64_t line_ns = 0, remote_line_ns = 0;  // virtual time's cost model
+  bool virtual_time = false;  // the engine reports the rest (vtime::report)
   std::int64_t start_ns = 0;                     // nanotime() at run()'s start
   std::int64_t main_return_ns = 0;               // when the main goroutine returned, or 0
   std::int64_t now_ns = 0;                       // when the view was taken
@@ -108,9 +106,6 @@ struct RunView {
   std::vector<DomainView> domains;
 };
 
-// Calls fn(view, arg) with a view of the running instance, which stays until fn returns;
-// false (fn not called) when no instance runs. From a goroutine or any other thread.
-bool inspect_run(void (*fn)(const RunView& view, void* arg), void* arg);
 
 // ---- the execution tracer ----
 
@@ -118,21 +113,15 @@ struct TraceSetup {
   std::vector<int> p_node;   // each P's node, by OS number
   std::vector<int> node_os;  // the topology's nodes' OS numbers, by index
   std::string mode, topology;
+  std::vector<std::string> wait_reasons;  // by number, as records carry them
   bool emulated = false;
   std::vector<int> cpus;  // the real CPUs the run may use (the writer thread's affinity)
 };
-TraceSetup inspect_trace_setup();
 
-// Calls fn(slot, arg) for the trace slot of every M, with the M list's lock held: no M is made
-// or freed meanwhile (a recording M never takes that lock).
-void for_each_trace_slot(void (*fn)(TraceSlot& slot, void* arg), void* arg);
-
-// Runs fn(arg) while the running instance is held (for the trace's public calls, from a
-// goroutine or a thread outside nugo); false, without calling fn, when none runs.
-bool with_instance(void (*fn)(void* arg), void* arg);
-
-// The name of a wait reason, by its number in a trace record.
-const char* wait_reason_name(unsigned reason);
+// Calls visit(slot, arg) for the trace slot of every M, with the M list's lock held: no M is
+// made or freed meanwhile (a recording M never takes that lock). The scheduler's
+// for_each_trace_slot, handed to the tracer's stop.
+using ForEachTraceSlot = void (*)(void (*visit)(TraceSlot& slot, void* arg), void* arg);
 
 // ---- tracebacks ----
 
@@ -141,8 +130,5 @@ struct CurrentGoroutine {
   const char* stack_lo;  // the goroutine's stack
   const char* stack_hi;
 };
-// The goroutine the calling thread runs, and where its stack is; false on g0, on threads
-// without one, and in a child of fork() (which may not start a thread).
-bool current_goroutine(CurrentGoroutine* out);
 
 }  // namespace nugo::detail

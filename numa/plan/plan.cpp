@@ -143,24 +143,6 @@ NumaPolicy setting(const Policy& policy) {
   return out;
 }
 
-std::vector<std::vector<std::int64_t>> line_costs(const topo::Topology& t, std::int64_t line_ns,
-                                                  std::int64_t remote_line_ns) {
-  const std::size_t n = t.nodes.size();
-  auto d = [&](std::size_t a, std::size_t b) {
-    return a < t.distance.size() && b < t.distance[a].size() ? t.distance[a][b] : (a == b ? 10 : 20);
-  };
-  int nearest = 0;  // the nearest remote distance
-  for (std::size_t a = 0; a < n; ++a)
-    for (std::size_t b = 0; b < n; ++b)
-      if (d(a, b) > 10 && (nearest == 0 || d(a, b) < nearest)) nearest = d(a, b);
-  std::vector<std::vector<std::int64_t>> cost(n, std::vector<std::int64_t>(n, line_ns));
-  for (std::size_t a = 0; a < n; ++a)
-    for (std::size_t b = 0; b < n; ++b)
-      if (d(a, b) > 10)
-        cost[a][b] = line_ns + (remote_line_ns - line_ns) * (d(a, b) - 10) / (nearest - 10);
-  return cost;
-}
-
 Plan make_plan(const topo::Topology& t, const Config& cfg) {
   Plan plan;
   // One P per PU of the topology unless told otherwise, at most Config::kMaxProcs (Go caps
@@ -171,8 +153,6 @@ Plan make_plan(const topo::Topology& t, const Config& cfg) {
   plan_binding(t, cfg.bind, &plan);
   plan_homes(t, &plan);
   plan_distance_classes(t, &plan);
-  if (cfg.virtual_time.on)
-    plan.line_ns = line_costs(t, cfg.virtual_time.line.count(), cfg.virtual_time.remote_line.count());
   if (plan.mode == Mode::numa) {  // flat mode is Go's scheduler, whatever the settings say
     plan.policy.ready_home = cfg.numa.ready == NumaPolicy::Ready::home;
     plan.policy.adopt = cfg.numa.adopt;

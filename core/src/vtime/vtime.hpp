@@ -1,9 +1,11 @@
 // Virtual time: the runtime's own threads on a virtual many-CPU machine, one at a time, in the
-// order of their virtual clocks (core/src/base/README.md, "Virtual time", is the design essay).
+// order of their virtual clocks (core/src/vtime/README.md is the design essay).
 //
-// Built only with -DNUGO_VIRTUAL_TIME=ON and switched on by NUGO_VIRTUAL. Every other build
-// sees the inline stubs below: on() is a constant false, and each hook folds away, so a normal
-// build does not pay for the mode.
+// The room is the lowest of core/src: base's locks and futex call its hooks, and it needs
+// nothing of base. The engine is vtime.cpp, the cost model costs.hpp. Built only with -DNUGO_VIRTUAL_TIME=ON and switched on by NUGO_VIRTUAL, which config.cpp
+// parses once into Config::VirtualTime: start() takes that record, and everything else reads
+// what the engine reports. Every other build sees the inline stubs below: on() is a constant
+// false, and each hook folds away, so a normal build does not pay for the mode.
 //
 // The model, in brief. Every thread of the runtime (each M, and sysmon) is a member with a
 // virtual clock. Exactly one member runs at a time: it holds the turn. When it waits (a futex
@@ -20,27 +22,26 @@
 #include <atomic>
 #include <cstdint>
 
+#include "nugo/virtual_time.hpp"  // the settings of a run (Config::virtual_time)
+#include "nugo/topology.hpp"  // the cost model's distances
+
 namespace nugo::detail::vtime {
 
 struct Member;
 
-// The parameters of a run (Config::VirtualTime, NUGO_VIRTUAL), in nanoseconds.
-struct Params {
-  std::int64_t quantum_ns = 50'000;  // how far a member runs ahead while others are due
-  std::int64_t wake_ns = -1;         // a futex wake-up's latency; -1: measured at start()
-};
-
 // What the cost model charges for (charge): a steal's reads of the victim's run queue, a
 // take from a global queue, a goroutine's state moving to the P that runs it next, an M's
 // wake-up across Ps, and what a program charges itself (nugo::charge_virtual_time: the
-// workloads' memory-latency model). base/README.md, "The cost model".
+// workloads' memory-latency model). vtime/README.md, "The cost model".
 enum class Cost { steal, queue, migrate, wake, program };
 inline constexpr int kCosts = 5;
 inline constexpr const char* kCostNames[kCosts] = {"steal", "queue", "migrate", "wake", "program"};
 
-// What a finished or running virtual run did, for the statistics.
+// What a finished or running virtual run did, for the statistics: its settings as they ran
+// (the wake-up's latency measured if it was not set), and its counts.
 struct Report {
   std::int64_t quantum_ns = 0, wake_ns = 0;
+  std::int64_t line_ns = 0, remote_line_ns = 0;  // the cost model's prices
   std::int64_t end_ns = 0;     // the latest clock a turn was granted at (so far)
   std::uint64_t turns = 0;     // turns granted to a member other than the one giving it up
   std::uint64_t quanta = 0;    // turns given up because a quantum was used
@@ -54,6 +55,10 @@ struct Report {
 
 namespace internal {
 extern std::atomic<bool> enabled;
+// The cost model's price of a line, by pair of node indexes (costs.hpp, line_costs), row-major:
+// set by start() before enabled, constant until stop().
+extern const std::int64_t* line_prices;
+extern int line_nodes;
 // The runtime locks (Lock, SpinLock, spin_lock) the thread holds: the quantum's signal pauses
 // a thread only while it holds none (a waiter would spin or sleep for a thread that waits for
 // its turn behind it).
@@ -71,11 +76,12 @@ inline void lock_released() {
 inline bool holds_locks() { return internal::locks_held != 0; }
 inline bool on() { return internal::enabled.load(std::memory_order_relaxed); }
 
-// Starts virtual time for a run (the caller is not a member): measures what p leaves to
-// measurement and installs the quantum's signal. pausable(uc) says whether a member that the
-// signal interrupted at uc may wait for its next turn right there (sched/preempt.cpp: in a
+// Starts virtual time for a run of settings on topology t (the caller is not a member):
+// measures what the settings leave to measurement, prices a cache line between t's nodes, and
+// installs the quantum's signal. pausable(uc) says whether a member that the signal
+// interrupted at uc may wait for its next turn right there (sched/preempt.cpp: in a
 // goroutine's own code, holding no lock); else it gives up its turn at its next hook.
-void start(const Params& p, bool (*pausable)(const void* uc));
+void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable)(const void* uc));
 // After the last member left (run() joined them): the clock is the real one again until the
 // next start(), which goes on from the virtual time this run ended at.
 void stop();
@@ -115,6 +121,17 @@ void checkpoint();
 bool quantum_due();
 // Adds a modelled cost (ns >= 0) to the calling member's clock; a non-member's is not charged.
 void charge(std::int64_t ns, Cost what);
+// The virtual ns a cache line costs from node index `from` to `to` (costs.hpp), 0 when either
+// is unknown (-1).
+inline std::int64_t line_price(int from, int to) {
+  if (!on() || from < 0 || to < 0) return 0;
+  return internal::line_prices[from * internal::line_nodes + to];
+}
+// Charges `lines` cache lines moved from node index `from` to `to` (costs.hpp says how many
+// each event moves).
+inline void charge_lines(int from, int to, std::int64_t lines, Cost what) {
+  if (const std::int64_t ns = line_price(from, to)) charge(lines * ns, what);
+}
 // Moves the calling member's clock forward to t if it is behind: it takes something (a P, a
 // goroutine) that another member released at virtual time t, and cannot have it earlier.
 void advance_to(std::int64_t t);
@@ -140,11 +157,13 @@ inline void nap(std::int64_t) {}
 inline void checkpoint() {}
 inline bool quantum_due() { return false; }
 inline void charge(std::int64_t, Cost) {}
+inline std::int64_t line_price(int, int) { return 0; }
+inline void charge_lines(int, int, std::int64_t, Cost) {}
 inline void advance_to(std::int64_t) {}
 inline void leave() {}
 inline void rejoin() {}
 inline Report report() { return {}; }
-inline void start(const Params&, bool (*)(const void*)) {}
+inline void start(const VirtualTime&, const topo::Topology&, bool (*)(const void*)) {}
 inline void stop() {}
 inline Member* prepare_member() { return nullptr; }
 inline void attach(Member*) {}

@@ -70,10 +70,6 @@ struct Plan {
   std::vector<int> distances;
   std::vector<std::vector<int>> distance_class;
 
-  // Virtual time's cost model (core/src/base/README.md, "The cost model"): by pair of node
-  // indexes, the virtual ns a cache line costs to move from one to the other (line_costs).
-  // Empty unless Config::virtual_time is on.
-  std::vector<std::vector<std::int64_t>> line_ns;
 
   Policy policy;
 };
@@ -88,11 +84,5 @@ Plan make_plan(const topo::Topology& topology, const Config& cfg);
 // asked; flat mode's plan runs the defaults, which it never consults).
 NumaPolicy setting(const Policy& policy);
 
-// The cache-line transfer cost between every two nodes of t (index order): line_ns within a
-// node, remote_line_ns at the nearest remote distance of t's matrix, and a farther distance
-// d in proportion to d - 10 (ACPI's local), as the workloads' latency model scales its
-// penalty. A topology without a matrix counts every other node as the nearest.
-std::vector<std::vector<std::int64_t>> line_costs(const topo::Topology& t, std::int64_t line_ns,
-                                                  std::int64_t remote_line_ns);
 
 }  // namespace nugo::numa

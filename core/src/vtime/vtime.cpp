@@ -52,18 +52,37 @@
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <climits>
 #include <new>
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "fatal.hpp"
+#include "costs.hpp"
 
 namespace nugo::detail::vtime {
+namespace {
+
+// The mode's own errors, in Go's shape, exit status 2: it stands below base (whose locks call
+// its hooks), so it has no use of base's fatal().
+[[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char* fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "fatal error: %s\n", buf);
+  _exit(2);
+}
+
+}  // namespace
 
 namespace internal {
 std::atomic<bool> enabled{false};
+const std::int64_t* line_prices = nullptr;
+int line_nodes = 0;
 }
 
 enum class State : std::uint8_t { running, ready, waiting, outside };
@@ -125,7 +144,11 @@ std::vector<Member*> members;  // by id
 std::vector<Member*> retired;  // records of threads that left, for prepare_member to reuse
 std::atomic<Member*> holder{nullptr};
 std::atomic<std::int64_t> latest{1'000'000'000};  // the clock of the latest turn (start: 1 s)
-Params params;
+// The run's settings, in ns (start: wake measured when it was not set).
+struct Params {
+  std::int64_t quantum_ns = 0, wake_ns = 0;
+} params;
+std::vector<std::int64_t> prices;  // internal::line_prices' storage
 double ns_per_tick = 1.0;  // the TSC's period (start())
 pid_t process_id = 0;
 std::thread watchdog;
@@ -449,8 +472,9 @@ std::int64_t measure_wake_ns() {
 
 int quantum_signal() { return SIGRTMAX - 1; }
 
-void start(const Params& p, bool (*pausable)(const void* uc)) {
-  params = p;
+void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable)(const void* uc)) {
+  params.quantum_ns = settings.quantum.count();
+  params.wake_ns = settings.wake.count();
   // Measured, within Config's bounds (a busy host can make one hand-off take milliseconds).
   if (params.wake_ns < 0) params.wake_ns = std::min<std::int64_t>(measure_wake_ns(), 1'000'000);
   // The TSC's rate, over 2 ms: the quantum is checked against it (checkpoint).
@@ -467,13 +491,20 @@ void start(const Params& p, bool (*pausable)(const void* uc)) {
   for (auto& c : charged) c.store(0, std::memory_order_relaxed);
   counts.quantum_ns = params.quantum_ns;
   counts.wake_ns = params.wake_ns;
+  counts.line_ns = settings.line.count();
+  counts.remote_line_ns = settings.remote_line.count();
+  prices.clear();
+  for (const auto& row : line_costs(t, counts.line_ns, counts.remote_line_ns))
+    prices.insert(prices.end(), row.begin(), row.end());
+  internal::line_prices = prices.data();
+  internal::line_nodes = static_cast<int>(t.nodes.size());
   counts.end_ns = latest.load();
   struct sigaction sa {};
   sa.sa_sigaction = on_quantum;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigfillset(&sa.sa_mask);  // no other handler runs inside it (the preemption's included)
   if (sigaction(quantum_signal(), &sa, nullptr) != 0)
-    fatal("NUGO_VIRTUAL: cannot install a handler for signal %d", quantum_signal());
+    die("NUGO_VIRTUAL: cannot install a handler for signal %d", quantum_signal());
   internal::enabled.store(true, std::memory_order_seq_cst);
   watchdog_run.store(true, std::memory_order_release);
   watchdog = std::thread(watchdog_main);
@@ -485,7 +516,7 @@ void stop() {
     watchdog.join();
   }
   lock();
-  if (!members.empty()) fatal("vtime::stop: %zu threads are still members", members.size());
+  if (!members.empty()) die("vtime::stop: %zu threads are still members", members.size());
   unlock();
   internal::enabled.store(false, std::memory_order_seq_cst);
 }
