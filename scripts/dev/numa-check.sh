@@ -478,7 +478,7 @@ if [ "$reproduce" = 1 ]; then
 import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(sys.argv[2]) / "scripts"))
-import explib, sweep
+from pipeline import explib, sweep
 sys.exit(0 if sweep.build_go_twin(Path(sys.argv[1]), explib.Runner(timeout_s=600, echo=False)) else 1)
 PY
   fi
