@@ -576,6 +576,9 @@ namespace {
 // The user's descriptors the poller knows of, by number. A UserDesc lives while its number
 // is in the table or a wait on it is in progress: evict() takes the number out and unblocks
 // the waits, and whichever comes last, evict or the last wait's release, closes the PollDesc.
+// When an instance stops, the waits still counted belonged to goroutines it abandoned, which
+// never release them: forget_abandoned_waits drops those references and closes what was
+// evicted meanwhile.
 struct UserDesc {
   PollDesc* pd;
   int refs = 0;          // waits in progress (under table_lock)
@@ -585,6 +588,11 @@ nugo::detail::Lock table_lock;
 std::unordered_map<int, UserDesc*>& table() {
   static auto* t = new std::unordered_map<int, UserDesc*>;  // outlives every runtime instance
   return *t;
+}
+// Evicted, with waits still in progress (under table_lock).
+std::unordered_set<UserDesc*>& evicted_in_use() {
+  static auto* s = new std::unordered_set<UserDesc*>;
+  return *s;
 }
 
 void close_user(UserDesc* u) {
@@ -596,9 +604,24 @@ void release_user(UserDesc* u) {
   nugo::detail::NoPreempt np;
   table_lock.lock();
   bool last = --u->refs == 0 && u->evicted;
+  if (last) evicted_in_use().erase(u);
   table_lock.unlock();
   if (last) close_user(u);
 }
+
+// The stop hook (StopPhase::freed): every goroutine is gone, and with them every wait.
+void forget_abandoned_waits() {
+  nugo::detail::NoPreempt np;
+  table_lock.lock();
+  for (auto& [fd, u] : table()) u->refs = 0;
+  std::vector<UserDesc*> gone(evicted_in_use().begin(), evicted_in_use().end());
+  evicted_in_use().clear();
+  table_lock.unlock();
+  for (UserDesc* u : gone) close_user(u);
+}
+
+[[maybe_unused]] const bool forget_abandoned_waits_at_stop =
+    (nugo::detail::add_stop_hook(nugo::detail::StopPhase::freed, forget_abandoned_waits), true);
 
 std::error_code wait_user(int fd, int mode, Deadline deadline) {
   if (fd < 0) return std::make_error_code(std::errc::bad_file_descriptor);
@@ -642,6 +665,7 @@ void evict(int fd) {
   nugo::detail::poll_unblock(u->pd);  // also deregisters: the number may be reused next
   u->evicted = true;
   bool unused = u->refs == 0;
+  if (!unused) evicted_in_use().insert(u);
   table_lock.unlock();
   if (unused) close_user(u);
 }
