@@ -438,10 +438,6 @@ bool trace_active() {
   return cur != nullptr;
 }
 
-void trace_start_run(const std::string& path, std::size_t max_bytes, const TraceSetup& setup) {
-  trace_start(path, max_bytes, setup);
-}
-
 void trace_stop_run(ForEachTraceSlot for_each_slot) {
   try {
     trace_stop(true, for_each_slot);

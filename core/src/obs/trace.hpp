@@ -79,6 +79,9 @@ inline void traceev(Ev kind, int p, std::int64_t g, std::uint64_t arg = 0, std::
 }
 
 struct TraceSetup;  // views.hpp
+// Calls visit(slot, arg) for the trace slot of every M, with the M list's lock held: no M is
+// made or freed meanwhile (a recording M never takes that lock). The scheduler's
+// for_each_trace_slot (sched/inspect.cpp), handed to the tracer's stop.
 using ForEachTraceSlot = void (*)(void (*visit)(TraceSlot& slot, void* arg), void* arg);
 
 // Starts recording into path (at most max_bytes of JSON) for a run the scheduler describes in
@@ -91,10 +94,9 @@ void trace_start(const std::string& path, std::size_t max_bytes, const TraceSetu
 bool trace_stop(bool write, ForEachTraceSlot for_each_slot);
 bool trace_active();
 
-// run() starts a trace from Config::trace_path (capped at Config::trace_max) before the main
-// goroutine exists, and stops whatever trace is on once every M has been joined
-// (runtime.cpp); the stop reports a failure on stderr.
-void trace_start_run(const std::string& path, std::size_t max_bytes, const TraceSetup& setup);
+// run() starts a trace from Config::trace_path with trace_start before the main goroutine
+// exists, and stops whatever trace is on once every M has been joined (runtime.cpp); this
+// stop reports a failure on stderr.
 void trace_stop_run(ForEachTraceSlot for_each_slot);
 
 }  // namespace nugo::detail

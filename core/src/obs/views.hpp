@@ -22,8 +22,6 @@
 
 namespace nugo::detail {
 
-struct TraceSlot;  // trace.hpp
-
 // ---- schedtrace (Go's GODEBUG=schedtrace, scheddetail) ----
 
 struct DomainCounts {
@@ -117,11 +115,6 @@ struct TraceSetup {
   bool emulated = false;
   std::vector<int> cpus;  // the real CPUs the run may use (the writer thread's affinity)
 };
-
-// Calls visit(slot, arg) for the trace slot of every M, with the M list's lock held: no M is
-// made or freed meanwhile (a recording M never takes that lock). The scheduler's
-// for_each_trace_slot, handed to the tracer's stop.
-using ForEachTraceSlot = void (*)(void (*visit)(TraceSlot& slot, void* arg), void* arg);
 
 // ---- tracebacks ----
 

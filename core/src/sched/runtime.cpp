@@ -250,7 +250,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     // Before any goroutine exists, so that the trace has the whole run; a path that cannot
     // be written is bad input, as for the statistics.
     try {
-      trace_start_run(cfg.trace_path, cfg.trace_max, inspect_trace_setup());
+      trace_start(cfg.trace_path, cfg.trace_max, inspect_trace_setup());
     } catch (const std::exception& e) {
       ConfigError bad("NUGO_TRACE=\"" + cfg.trace_path + "\": " + e.what());
       delete sched;
