@@ -545,3 +545,32 @@ TEST_CASE("select still returns the position when handlers return values", "[sch
     CHECK(ran == 9);
   });
 }
+
+TEST_CASE("select's choices come from the run's seed: the same seed chooses the same, another "
+          "seed otherwise", "[sched][chan]") {
+  // One P, so that one M runs every goroutine and its random stream is the only one drawn from:
+  // the choices are a function of the seed, not of where the M or a thread-local was allocated.
+  auto choices = [](std::uint64_t seed) {
+    nugo::Config cfg = nugo::Config::from_env();
+    cfg.procs = 1;
+    cfg.seed = seed;
+    std::vector<int> picked;
+    nugo::run(
+        [&] {
+          constexpr int kTrials = 64;
+          nugo::Chan<int> a(kTrials), b(kTrials);
+          for (int i = 0; i < kTrials; ++i) {
+            a.send(0);
+            b.send(1);
+          }
+          for (int i = 0; i < kTrials; ++i)
+            picked.push_back(nugo::select(nugo::on_recv(a), nugo::on_recv(b)));
+        },
+        cfg);
+    CHECK(nugo::stats().seed == seed);
+    return picked;
+  };
+  const std::vector<int> first = choices(7);
+  CHECK(choices(7) == first);
+  CHECK(choices(8) != first);  // equal with probability 2^-64
+}

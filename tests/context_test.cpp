@@ -131,8 +131,11 @@ TEST_CASE("a deadline cancels with deadline_exceeded, and so does the parent's (
     auto [plain, cancel_plain] = nugo::with_cancel(parent);
     CHECK(child.deadline() == parent.deadline());
     CHECK(plain.deadline() == parent.deadline());
+    // Each is waited for: the parent cancels its children one after another (in the order
+    // they attached), and a goroutine woken by the first may look at the second before its turn.
     CHECK(cancelled_within(child, 10000ms));
     CHECK(child.err() == nugo::ContextErrc::deadline_exceeded);
+    CHECK(cancelled_within(plain, 10000ms));
     CHECK(plain.err() == nugo::ContextErrc::deadline_exceeded);
 
     // A deadline already past cancels at once.

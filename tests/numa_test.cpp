@@ -185,17 +185,16 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
               }
               // Homes: the node of every P's PU belongs to the P's domain (flat: the one).
               REQUIRE(plan.domain_of_node[t.pus[d.pus[k]].node] == (numa ? static_cast<int>(i) : 0));
-              // A thread without a P on that CPU is of that node, and queues in a domain.
-              // Folded emulated CPUs belong to the first claimant (lower node, lower domain);
-              // on a real machine each CPU is its own PU's.
+              // On a real machine a thread without a P on that CPU is of that CPU's node and
+              // domain. On an emulated one the real CPU is an accident of folding: no table,
+              // so such a thread has the fixed home (the first domain, the first P's node).
               const int cpu = t.real_cpu(d.pus[k]);
               const int node = t.pus[d.pus[k]].node;
               nodes_with_p.insert(node);
-              REQUIRE(plan.node_of_cpu.at(cpu) >= 0);
-              REQUIRE(plan.node_of_cpu.at(cpu) <= node);
-              REQUIRE(plan.domain_of_cpu.at(cpu) >= 0);
-              REQUIRE(plan.domain_of_cpu.at(cpu) <= static_cast<int>(i));
-              if (!t.emulated) {
+              if (t.emulated) {
+                REQUIRE(plan.node_of_cpu.empty());
+                REQUIRE(plan.domain_of_cpu.empty());
+              } else {
                 REQUIRE(plan.node_of_cpu.at(cpu) == node);
                 REQUIRE(plan.domain_of_cpu.at(cpu) == static_cast<int>(i));
               }
@@ -442,4 +441,45 @@ TEST_CASE("a deadlock across 4 domains is reported as on one, and bad NUGO_MODE 
   cfg.mode = Mode::numa;
   cfg.bind = static_cast<nugo::Bind>(9);
   CHECK_THROWS_AS(cfg.validate(), nugo::ConfigError);
+}
+
+TEST_CASE("a thread without a P has a fixed home on an emulated topology and in virtual time, "
+          "not the real CPU it runs on", "[numa]") {
+  // On an emulated topology the real CPUs are folded: CPU 1 of this machine stands for node 1's
+  // PUs. The main goroutine, queued by run()'s caller, must start on the first node wherever
+  // that caller runs.
+  nugo::Config cfg;
+  cfg.topology = "synthetic:pack:2 numa:1 core:2 pu:1";
+  cfg.procs = 4;
+  cfg.mode = Mode::numa;
+  const Topology t = Topology::load(cfg.topology);
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  std::set<int> homes;
+  for (const auto& node : t.nodes)
+    for (int pu : node.pus) {
+      const int cpu = t.real_cpu(pu);
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+      int home = -2;
+      nugo::run([&] { home = nugo::this_g::node(); }, cfg);
+      homes.insert(home);
+    }
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK(homes == std::set<int>{t.nodes[0].os_index});
+  // The plan says so: no table by real CPU where the real CPU means nothing.
+  nugo::Config virt;
+  virt.virtual_time.on = true;
+  const Plan real_virtual = nugo::numa::make_plan(Topology::load(""), virt);
+  CHECK(real_virtual.domain_of_cpu.empty());
+  CHECK(real_virtual.node_of_cpu.empty());
+  // Nor is any M bound there: virtual time runs every member on one real CPU.
+  virt.mode = Mode::numa;
+  virt.bind = nugo::Bind::node;
+  const Plan numa_virtual = nugo::numa::make_plan(t, virt);
+  CHECK(numa_virtual.bind == nugo::Bind::none);
+  CHECK(std::all_of(numa_virtual.bind_key.begin(), numa_virtual.bind_key.end(),
+                    [](int k) { return k == -1; }));
 }

@@ -3,6 +3,7 @@
 // blocking system call is charged its real time; the statistics say which clock they are on.
 // Bounds are generous and no assertion is on real time beyond "much less than the virtual time
 // it stands for": the clock under test is virtual, but it is made of this machine's CPU time.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -243,4 +244,71 @@ TEST_CASE("a run without virtual time in the virtual-time build is on the real c
   nugo::Stats s = nugo::stats();
   CHECK_FALSE(s.clock.virtual_time);
   CHECK(nugo::to_json(s).find("\"clock\": {\"kind\": \"real\"}") != std::string::npos);
+}
+
+TEST_CASE("no thread of a virtual run gets a turn before the runtime has made its main goroutine "
+          "and first M", "[virtual]") {
+  // sysmon is made first. Granted the turn at once, it ran alone, in no real time, for as long
+  // as run()'s thread took to make the main goroutine and the M: where sysmon stood in its
+  // cycle when the M arrived depended on that real time. With the turn opened once both exist,
+  // the first turn is granted among both (sysmon, the older, first), at one clock.
+  for (int run = 0; run < 3; ++run) {
+    nugo::run([] {}, virtual_config(2));
+    INFO("run " << run);
+    CHECK(nugo::stats().clock.first_turn_threads == 2);
+  }
+}
+
+TEST_CASE("the statistics of a virtual run end at main's return, and carry the seed and the "
+          "schedule's fingerprints", "[virtual]") {
+  nugo::Config cfg = virtual_config(2);
+  cfg.seed = 12345;
+  nugo::run([&] { CHECK(fib(12) > 0); }, cfg);
+  nugo::Stats s = nugo::stats();
+  CHECK(s.seed == 12345);
+  CHECK(s.clock.fingerprint != 0);
+  CHECK(s.clock.order_fingerprint != 0);
+  const std::string json = nugo::to_json(s);
+  CHECK(json.find("\"seed\": 12345") != std::string::npos);
+  CHECK(json.find("\"fingerprint\": \"") != std::string::npos);
+  // The teardown is not counted: once the Ms have left, sysmon sleeps alone, each of its waits
+  // timing out in no real time until run()'s thread ends it (up to 2,000 of them here). A run
+  // whose main goroutine returns at once reports only its start: a turn or three, and a wait
+  // or two.
+  for (int run = 0; run < 3; ++run) {
+    nugo::run([] {}, cfg);
+    s = nugo::stats();
+    INFO(nugo::to_json(s));
+    CHECK(s.clock.turns <= 3);
+    CHECK(s.clock.timed_out <= 5);
+  }
+}
+
+TEST_CASE("with one seed, the main goroutine of fib on 16 virtual CPUs of the 2-socket shape "
+          "starts on the same node, wherever run()'s thread is", "[virtual]") {
+  nugo::Config cfg = virtual_config(16, "xml:" NUGO_MACHINES_DIR "/xeon-2socket-2node-32pu.xml");
+  cfg.mode = nugo::Mode::numa;
+  cfg.seed = 3;
+  const nugo::topo::Topology t = nugo::topo::Topology::load(cfg.topology);
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  std::vector<int> homes;
+  for (int node = 0; node < 2; ++node) {
+    // run()'s thread on the real CPU that this node's first PU folds onto.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(t.real_cpu(t.nodes[node].pus.front()), &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    int home = -2;
+    nugo::run(
+        [&] {
+          home = nugo::this_g::node();
+          CHECK(fib(18) > 0);
+        },
+        cfg);
+    homes.push_back(home);
+    CHECK(nugo::stats().seed == 3);
+  }
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK(homes == std::vector<int>{t.nodes[0].os_index, t.nodes[0].os_index});
 }

@@ -285,12 +285,13 @@ int main(int argc, char** argv) {
     else
       extra += "\"pages_checked\": null, \"pages_on_node\": null, ";
   }
-  std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, "
+  std::printf("{\"workload\": \"%s\", \"kind\": \"%s\", \"size\": \"%s\", \"procs\": %d, \"seed\": %llu, "
               "\"mode\": \"%s\", \"topology\": \"%s\", \"emulated\": %s, \"ok\": %s, "
               "\"seconds\": %.6f, \"work\": %.0f, \"unit\": \"%s\", \"throughput\": %.6g, "
               "\"latency_model\": %s, \"block_ns\": %.1f, \"blocks\": %llu, \"remote_blocks\": %llu, "
               "%s\"result\": \"%s\"}\n",
               workload->name, workload->kind, kSizeNames[size], st.procs,
+              static_cast<unsigned long long>(st.seed),
               st.mode == nugo::Mode::numa ? "numa" : "flat", workloads::json_escape(st.topology_source).c_str(),
               st.emulated ? "true" : "false", outcome.ok ? "true" : "false", outcome.seconds,
               outcome.work, outcome.unit, outcome.seconds > 0 ? outcome.work / outcome.seconds : 0.0,

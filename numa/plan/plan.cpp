@@ -68,9 +68,13 @@ void plan_domains(const topo::Topology& t, NumaPolicy::Steal steal, Plan* plan) 
     plan->victims.push_back(steal == NumaPolicy::Steal::flat ? every_p : d.ps);
 }
 
-// Where each P's M binds (Config::bind).
-void plan_binding(const topo::Topology& t, Bind asked, Plan* plan) {
-  plan->bind = asked != Bind::automatic ? asked : plan->mode == Mode::numa ? Bind::node : Bind::none;
+// Where each P's M binds (Config::bind). Nowhere in virtual time: there every member thread
+// runs on one real CPU (vtime/README.md, "The cost model"), so that no cache line crosses a
+// real CPU and the model's charges are the only ones.
+void plan_binding(const topo::Topology& t, Bind asked, bool virtual_time, Plan* plan) {
+  plan->bind = virtual_time ? Bind::none
+               : asked != Bind::automatic ? asked
+               : plan->mode == Mode::numa ? Bind::node : Bind::none;
   plan->bind_cpus.resize(plan->gomaxprocs);
   plan->bind_key.assign(plan->gomaxprocs, -1);
   if (plan->bind == Bind::none) return;
@@ -98,8 +102,11 @@ void plan_binding(const topo::Topology& t, Bind asked, Plan* plan) {
   }
 }
 
-// Which domain and node each node and CPU belongs to.
-void plan_homes(const topo::Topology& t, Plan* plan) {
+// Which domain and node each node and CPU belongs to. The CPU tables only where the CPU a
+// thread runs on says where it is: on an emulated topology the real CPU is an accident of
+// folding, and in virtual time of the host's scheduling, so there a thread without a P has the
+// fixed home below (plan.hpp).
+void plan_homes(const topo::Topology& t, bool cpu_homes, Plan* plan) {
   plan->domain_of_node.assign(t.nodes.size(), -1);
   for (std::size_t i = 0; i < plan->domains.size(); ++i) {
     const DomainPlan& dp = plan->domains[i];
@@ -107,11 +114,13 @@ void plan_homes(const topo::Topology& t, Plan* plan) {
       plan->domain_of_node[t.pus[pu].node] = plan->mode == Mode::numa ? static_cast<int>(i) : 0;
     // A thread without a P on a CPU of this node queues in this domain; in flat mode every
     // CPU that runs a P does.
-    claim_cpus(t, dp.node >= 0 ? t.nodes[dp.node].pus : dp.pus, static_cast<int>(i),
-               &plan->domain_of_cpu);
+    if (cpu_homes)
+      claim_cpus(t, dp.node >= 0 ? t.nodes[dp.node].pus : dp.pus, static_cast<int>(i),
+                 &plan->domain_of_cpu);
   }
-  for (std::size_t n = 0; n < t.nodes.size(); ++n)
-    claim_cpus(t, t.nodes[n].pus, static_cast<int>(n), &plan->node_of_cpu);
+  if (cpu_homes)
+    for (std::size_t n = 0; n < t.nodes.size(); ++n)
+      claim_cpus(t, t.nodes[n].pus, static_cast<int>(n), &plan->node_of_cpu);
 }
 
 // The distance classes the statistics count moved goroutines in.
@@ -150,8 +159,8 @@ Plan make_plan(const topo::Topology& t, const Config& cfg) {
   plan.gomaxprocs = cfg.procs > 0 ? cfg.procs : std::min(t.pu_count(), Config::kMaxProcs);
   plan.mode = cfg.mode != Mode::automatic ? cfg.mode : cpu_nodes(t) > 1 ? Mode::numa : Mode::flat;
   plan_domains(t, cfg.numa.steal, &plan);
-  plan_binding(t, cfg.bind, &plan);
-  plan_homes(t, &plan);
+  plan_binding(t, cfg.bind, cfg.virtual_time.on, &plan);
+  plan_homes(t, !t.emulated && !cfg.virtual_time.on, &plan);
   plan_distance_classes(t, &plan);
   if (plan.mode == Mode::numa) {  // flat mode is Go's scheduler, whatever the settings say
     plan.policy.ready_home = cfg.numa.ready == NumaPolicy::Ready::home;

@@ -50,7 +50,7 @@ struct Plan {
   std::vector<std::vector<int>> victims;
 
   // Thread binding (Config::bind resolved: node in NUMA mode, none in flat mode unless asked
-  // for; never automatic). By P id: the real CPUs an M holding that P binds to, and a key
+  // for, none in virtual time, whose members share one real CPU; never automatic). By P id: the real CPUs an M holding that P binds to, and a key
   // naming that set (the domain for node binding, the P for pu binding, -1 for none); an M
   // rebinds only when the key changes.
   Bind bind = Bind::none;
@@ -61,7 +61,10 @@ struct Plan {
   // a P; NUMA mode: -1 for nodes without Ps). Where ready=home and go_on send a G.
   std::vector<int> domain_of_node;
   // By real CPU number (-1: none): the domain a thread without a P on that CPU queues in, and
-  // its node (the home of a G it creates). Folded emulated CPUs go to the first claimant.
+  // its node (the home of a G it creates). Empty on an emulated topology and in virtual time,
+  // where the real CPU a thread happens to run on says nothing about the machine being run:
+  // there, and on a CPU of no node, a thread without a P belongs to the first domain and to
+  // the node of the first P (sched/domain.hpp: foreign_domain, thread_node).
   std::vector<int> domain_of_cpu;
   std::vector<int> node_of_cpu;
 

@@ -54,6 +54,7 @@
 #include "nodes.hpp"
 #include "nugo/numa.hpp"
 #include "nugo/runtime.hpp"
+#include "vtime.hpp"
 
 namespace nugo::numa {
 namespace {
@@ -285,6 +286,10 @@ void* allocate(const View& v, Where w, std::size_t bytes) {
 int local_node_in(const View& v) {
   const int mine = nugo::this_g::node();
   if (mine >= 0 && v.has(mine)) return mine;
+  // The real CPU says where a plain thread is only on the real machine in real time (on an
+  // emulated topology it is an accident of folding, in virtual time of the host's scheduling):
+  // elsewhere a plain thread's memory is the first node's, as its goroutines are.
+  if (v.emulated || nugo::detail::vtime::on()) return v.first_cpu_node;
   const int cpu = sched_getcpu();
   if (cpu >= 0 && static_cast<std::size_t>(cpu) < v.node_of_cpu.size() && v.node_of_cpu[cpu] >= 0)
     return v.node_of_cpu[cpu];

@@ -44,6 +44,24 @@ POLICIES_VIRTUAL = [("v2x16", 32), ("v4x24", 96)]
 # virtual.py's large machine: the 24-node em64t, flat mode.
 VALIDATION_BIG = "em64t-24node-384pu.xml"
 
+# Virtual time's model constants as every virtual run of the pipeline gives them (NUGO_VIRTUAL;
+# core/src/vtime/README.md), in ns: none is left to measurement, so that no run depends on
+# what a measurement happened to find. wake is the median one-way futex hand-off measured on
+# the development VM (6-8 us), quantum and the line prices the runtime's defaults.
+VIRTUAL_MODEL = {"quantum": 50_000, "wake": 7_000, "line": 48, "remote_line": 122}
+# The sensitivity step's constants (sensitivity.py): each of the model's, and the memory-bound
+# workloads' latency penalty (the extra cost of a remote block, penalty - 1, scaled), halved
+# and doubled. The signal's cost is not among them: the model has no such constant, a signal
+# costs the CPU time it really takes on this machine.
+SENSITIVITY_CONSTANTS = ("quantum", "wake", "line", "remote_line", "penalty")
+SENSITIVITY_FACTORS = (0.5, 2.0)
+
+
+def virtual_setting(model: dict | None = None) -> str:
+    """NUGO_VIRTUAL's value for a run with the model's constants (VIRTUAL_MODEL by default)."""
+    m = VIRTUAL_MODEL | (model or {})
+    return ",".join(f"{k}={int(m[k])}ns" for k in ("quantum", "wake", "line", "remote_line"))
+
 
 class MissingMachine(Exception):
     """A machine file the pipeline needs is not in topology/machines/."""

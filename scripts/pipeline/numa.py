@@ -168,7 +168,8 @@ def read_stats(path: Path, mode: str, procs: int, command: str) -> dict:
 def run_locality_once(exe: Path, workload: list[str], topology: str, procs: int, mode: str,
                       bind: str, stats_dir: Path, numa: str = "", virtual: bool = False) -> tuple[float, dict]:
     """(seconds, statistics) of one nugo-locality run; numa: NUGO_NUMA's settings, if any;
-    virtual: in virtual time (NUGO_VIRTUAL=on; exe must be the virtual-time build's)."""
+    virtual: in virtual time (NUGO_VIRTUAL with catalogue.VIRTUAL_MODEL's constants; exe must be
+    the virtual-time build's)."""
     stats_path = stats_dir / "stats.json"
     stats_path.unlink(missing_ok=True)  # a file left by the previous run must not pass
     env = dict(os.environ, NUGO_TOPOLOGY=topology, NUGO_MODE=mode, NUGO_BIND=bind,
@@ -177,8 +178,8 @@ def run_locality_once(exe: Path, workload: list[str], topology: str, procs: int,
     env.pop("NUGO_VIRTUAL", None)
     settings = [f"NUGO_NUMA={numa}"] if numa else []
     if virtual:
-        env["NUGO_VIRTUAL"] = "on"
-        settings.append("NUGO_VIRTUAL=on")
+        env["NUGO_VIRTUAL"] = catalogue.virtual_setting()
+        settings.append(f"NUGO_VIRTUAL={env['NUGO_VIRTUAL']}")
     if numa:
         env["NUGO_NUMA"] = numa
     args = [str(exe), *workload]

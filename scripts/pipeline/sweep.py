@@ -129,7 +129,12 @@ COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated"
            # the clock the run's times are on: real, or virtual (the virtual set); and virtual
            # time's cost model: the runtime's charges (steal, queue, migrate, wake) and the
            # program's (the latency model's remote blocks), in virtual ns
-           "clock", "charged_runtime_ns", "charged_program_ns", "error"]
+           "clock", "charged_runtime_ns", "charged_program_ns",
+           # the run's seed (NUGO_SEED: the repetition's number, so that a repetition's modes
+           # draw from one seed) and, in virtual time, the settings it ran with (NUGO_VIRTUAL)
+           # and its schedule's fingerprint (two runs with equal ones granted the same turns at
+           # the same virtual clocks)
+           "seed", "virtual_setting", "fingerprint", "error"]
 # perf stat's generic events: loads served by some node's memory, the misses of those that went
 # to another node, and last-level cache load misses. Where the machine has no PMU they are n/a.
 PERF_EVENTS = {"node-loads": "node_loads", "node-load-misses": "node_load_misses",
@@ -583,8 +588,9 @@ def main() -> int:
                     continue  # not built: said above
                 if m == "numa" and t.nodes == 1 and "flat" in modes:
                     continue  # NUMA mode with one domain is flat mode: the same run again
-                # Go binds nothing (numactl binds Go per node to its node); the peers bind pu or none
-                for b in ["none"] if m == "go" else ["node"] if m == GO_PER_NODE else \
+                # Go binds nothing (numactl binds Go per node to its node); the peers bind pu or
+                # none; virtual time binds nothing (its threads share one real CPU)
+                for b in ["none"] if m == "go" or t.virtual else ["node"] if m == GO_PER_NODE else \
                         [b for b in bindings if m not in PEERS or b in ("pu", "none")]:
                     configs.append((t, m, n, b))
     if not configs:
@@ -695,11 +701,13 @@ class Arm:
 
 def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
             arm: Arm | None = None, penalty: float | None = None, perf: tuple | None = None,
-            peer: Path | None = None) -> dict:
+            peer: Path | None = None, model: dict | None = None) -> dict:
     """One run of workload w, as a results.csv row. arm: placement and NUMA policy (default: the
     mode's own, go_on); penalty: the latency model's remote/local ratio (default: the distance
     matrix's); perf: perf_support()'s answer, or None for no hardware counters; peer: the twin
-    of a peer's mode (PEERS)."""
+    of a peer's mode (PEERS); model: virtual time's constants where they differ from
+    catalogue.VIRTUAL_MODEL (sensitivity.py). nugo's runs are seeded with the repetition's
+    number (NUGO_SEED)."""
     arm = arm or Arm(m, m)
     row = dict.fromkeys(COLUMNS, "")
     virtual = t.virtual
@@ -756,7 +764,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
         if penalty is not None:
             cmd += ["--latency-penalty", str(penalty)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUGO_")}
-        env |= {"NUGO_PROCS": str(n), "NUGO_MODE": m, "NUGO_STATS": str(stats_file)}
+        env |= {"NUGO_PROCS": str(n), "NUGO_MODE": m, "NUGO_STATS": str(stats_file), "NUGO_SEED": str(rep)}
         if arm.numa:
             env["NUGO_NUMA"] = arm.numa
         if b != "auto":
@@ -764,7 +772,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
         if t.spec:
             env["NUGO_TOPOLOGY"] = t.spec
         if virtual:
-            env["NUGO_VIRTUAL"] = "on"
+            env["NUGO_VIRTUAL"] = row["virtual_setting"] = catalogue.virtual_setting(model)
         row["runtime_env"] = " ".join(f"{k}={v}" for k, v in sorted(env.items())
                                       if k.startswith("NUGO_") and k != "NUGO_STATS")
     perf_file = logs / f"{run_id}.perf"
@@ -812,6 +820,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
             stats = json.loads(stats_file.read_text())
             totals = stats["totals"]
             row["bind"] = stats["bind"]  # what the runtime resolved, not what was asked
+            row["seed"] = stats["seed"]
             row["numa_policy"] = stats["numa_policy"]
             if b != "auto" and stats["bind"] != b:
                 row["error"] = f"asked NUGO_BIND={b}, the runtime bound {stats['bind']}"
@@ -825,6 +834,7 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
                 row["error"] = f"ran on the {clock['kind']} clock, not the {row['clock']} one"
                 return row
             if virtual:
+                row["fingerprint"] = clock["fingerprint"]
                 charged = clock["charged_ns"]
                 row["charged_runtime_ns"] = sum(charged[k] for k in ("steal", "queue", "migrate", "wake"))
                 row["charged_program_ns"] = charged["program"]

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -108,7 +109,8 @@ struct Config {
   std::string topology;
   // Env: NUGO_MODE ("flat", "numa"; unset: automatic).
   Mode mode = Mode::automatic;
-  // Env: NUGO_BIND ("node", "pu", "none"; unset: automatic).
+  // Env: NUGO_BIND ("node", "pu", "none"; unset: automatic). Ignored in virtual time, whose
+  // threads all run on one real CPU (the statistics then say none).
   Bind bind = Bind::automatic;
   // Go's deadlock report ("all goroutines are asleep"), on by default. It cannot see plain
   // threads that will wake a goroutine without having called into nugo yet: turn it off for
@@ -187,8 +189,15 @@ struct Config {
   using VirtualTime = nugo::VirtualTime;
   VirtualTime virtual_time;
 
+  // The run's seed: every random choice of the scheduler (each M's fastrand, which orders
+  // steal victims and select's cases; a thread without an M's) derives from it and from the
+  // thread's creation order, never from an address. Recorded in the statistics, so that a run
+  // names what it drew from. Env: NUGO_SEED (a whole number).
+  std::uint64_t seed = kDefaultSeed;
+  static constexpr std::uint64_t kDefaultSeed = 1;
+
   // Reads NUGO_PROCS, NUGO_STACK, NUGO_TOPOLOGY, NUGO_MODE, NUGO_BIND, NUGO_TIMESLICE,
-  // NUGO_PREEMPT_SIGNAL, NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS, NUGO_NUMA, NUGO_VIRTUAL, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
+  // NUGO_PREEMPT_SIGNAL, NUGO_PREEMPTIBLE, NUGO_NOPREEMPT_SYMBOLS, NUGO_NUMA, NUGO_VIRTUAL, NUGO_SEED, NUGO_STATS, NUGO_TRACE, NUGO_TRACE_MAX and NUGO_DEBUG (comma-separated key=value, as
   // GODEBUG: deadlock=0|1, asyncpreemptoff=0|1, asyncpreemptforce=0|1, numa=0|1, schedtrace=MS, scheddetail=0|1);
   // throws ConfigError naming the variable.
   static Config from_env();

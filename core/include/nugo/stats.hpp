@@ -73,6 +73,10 @@ struct ClockStats {
   std::uint64_t paused = 0;      // of those, the quantum's signal paused it where it ran
   std::uint64_t timed_out = 0;   // waits that ended at their virtual deadline
   int threads = 0;               // the most threads in virtual time at once (Ms and sysmon)
+  int first_turn_threads = 0;    // the threads there were when the first was given a turn
+  // Hashes over every turn granted (its thread and clock; the threads alone): equal in two
+  // runs exactly when they granted the same turns at the same virtual clocks (the same order).
+  std::uint64_t fingerprint = 0, order_fingerprint = 0;
   // The cost model (core/src/vtime/README.md, "The cost model"): a cache line within a node
   // and at the nearest remote distance, and the virtual ns charged, summed over the threads:
   // steal, queue, migrate, wake (the runtime's transfers) and program (charge_virtual_time).
@@ -89,6 +93,7 @@ struct Stats {
   // remote_take=half,ready=waker,adopt=0,steal=nearest,go_on=pinned"); "" in flat mode.
   std::string numa_policy;
   int procs = 0;
+  std::uint64_t seed = 0;  // Config::seed (NUGO_SEED): every random choice derives from it
   std::string topology_source;
   bool emulated = false;
   int topology_nodes = 0;  // every node of the topology, memory-only ones included

@@ -66,7 +66,7 @@ constexpr std::string_view kKnownVariables[] = {
     "NUGO_PROCS",  "NUGO_STACK",    "NUGO_TOPOLOGY",       "NUGO_MODE",
     "NUGO_BIND",   "NUGO_TIMESLICE", "NUGO_PREEMPT_SIGNAL", "NUGO_NUMA",
     "NUGO_STATS",  "NUGO_TRACE",    "NUGO_TRACE_MAX",      "NUGO_DEBUG",
-    "NUGO_VIRTUAL", "NUGO_REQUIRE_VM", "NUGO_PREEMPTIBLE", "NUGO_NOPREEMPT_SYMBOLS"};
+    "NUGO_VIRTUAL", "NUGO_SEED",   "NUGO_REQUIRE_VM", "NUGO_PREEMPTIBLE", "NUGO_NOPREEMPT_SYMBOLS"};
 
 // Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -340,6 +340,13 @@ Config Config::from_env() {
   if (const char* v = std::getenv("NUGO_DEBUG")) parse_debug(v, cfg);
   if (const char* v = std::getenv("NUGO_NUMA")) parse_numa(v, cfg);
   if (const char* v = std::getenv("NUGO_VIRTUAL")) parse_virtual(v, cfg);
+  if (const char* v = std::getenv("NUGO_SEED")) {
+    const char* end = v;
+    unsigned long long n = 0;
+    if (!parse_digits(end, &n) || *end != '\0')
+      bad("NUGO_SEED", v, "expected a whole number (the run's seed), such as 1 or 20261129");
+    cfg.seed = n;
+  }
   if (const char* v = std::getenv("NUGO_STATS")) {
     if (*v == '\0') bad("NUGO_STATS", v, "expected a file path, or - for stderr");
     cfg.stats_path = v;

@@ -13,8 +13,9 @@
 #include "nugo/context.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
-#include <unordered_set>
+#include <map>
 #include <vector>
 
 #include "futex.hpp"
@@ -79,7 +80,10 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
       NoPreempt np;
       LockGuard lock(parent->mu);
       parent_err = parent->err_locked;
-      if (!parent_err) parent->children.insert(this);
+      if (!parent_err) {
+        child_seq = parent->next_child++;
+        parent->children.emplace(child_seq, this);
+      }
     }
     if (parent_err) cancel(parent_err, false);
   }
@@ -87,7 +91,10 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
   void remove_child(ContextState* child) {
     NoPreempt np;
     LockGuard lock(mu);
-    children.erase(child);
+    // Only its own entry: a child that never attached (its parent was cancelled first) has
+    // no key of its own.
+    if (auto it = children.find(child->child_seq); it != children.end() && it->second == child)
+      children.erase(it);
   }
 
   // Go's cancelCtx.cancel: the first call cancels the children (with the same error), then
@@ -118,7 +125,7 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
       if (err_locked) return;
       kids.reserve(children.size());  // before anything changes: it may throw
       err_locked = why;  // from here on, a child attaching cancels itself (attach)
-      for (ContextState* child : children)
+      for (const auto& [seq, child] : children)
         if (auto kid = child->weak_from_this().lock()) kids.push_back(std::move(kid));
       children.clear();
       for (const auto& kid : kids) kid->cancel(why, false);
@@ -174,7 +181,11 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
   std::atomic<int> errc{0};  // err's value, for err() without the lock; 0 while live
   SpinLock mu;
   std::error_code err_locked NUGO_GUARDED_BY(mu);
-  std::unordered_set<ContextState*> children NUGO_GUARDED_BY(mu);
+  // The cancelable children, in the order they attached: cancel walks them in that order, so
+  // that the order in which their goroutines wake never depends on where they were allocated.
+  std::map<std::uint64_t, ContextState*> children NUGO_GUARDED_BY(mu);
+  std::uint64_t next_child NUGO_GUARDED_BY(mu) = 0;
+  std::uint64_t child_seq = 0;  // our key in parent->children (set under the parent's mu)
   Fire* fire NUGO_GUARDED_BY(mu) = nullptr;
   std::optional<std::stop_callback<CancelOnStop>> stop;
 };

@@ -23,6 +23,13 @@ namespace {
 
 constexpr auto rlx = std::memory_order_relaxed;
 
+// A 64-bit hash as JSON carries it without loss: 16 hex digits (a JSON number is a double).
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::mutex final_mutex;
 Stats last_stats;  // of the last run() that returned
 
@@ -35,11 +42,12 @@ Stats snapshot(const RunView& s) {
   out.bind = s.bind;
   out.numa_policy = s.numa_policy;
   out.procs = s.procs;
+  out.seed = s.seed;
   out.topology_source = s.topology_source;
   out.emulated = s.emulated;
   out.topology_nodes = s.topology_nodes;
   if (s.virtual_time) {
-    const vtime::Report r = vtime::report();
+    const vtime::Report r = s.clock_at_return ? *s.clock_at_return : vtime::report();
     ClockStats& c = out.clock;
     c.virtual_time = true;
     c.quantum_ns = r.quantum_ns;
@@ -51,6 +59,9 @@ Stats snapshot(const RunView& s) {
     c.paused = r.paused_by_signal;
     c.timed_out = r.timed_out;
     c.threads = r.peak_members;
+    c.first_turn_threads = r.first_turn_members;
+    c.fingerprint = r.fingerprint;
+    c.order_fingerprint = r.order_fingerprint;
     c.line_ns = r.line_ns;
     c.remote_line_ns = r.remote_line_ns;
     using vtime::Cost;
@@ -162,6 +173,7 @@ std::string to_json(const Stats& s) {
   j += s.bind == Bind::node ? "\"node\"" : s.bind == Bind::pu ? "\"pu\"" : "\"none\"";
   j += ", \"numa_policy\": " + detail::json_string(s.numa_policy);
   j += ", \"procs\": " + std::to_string(s.procs);
+  j += ", \"seed\": " + std::to_string(s.seed);
   j += ", \"topology\": {\"source\": " + detail::json_string(s.topology_source);
   j += ", \"emulated\": ";
   j += s.emulated ? "true" : "false";
@@ -177,6 +189,9 @@ std::string to_json(const Stats& s) {
          std::to_string(c.turns) + ", \"quanta\": " + std::to_string(c.quanta) +
          ", \"paused\": " + std::to_string(c.paused) + ", \"timed_out\": " +
          std::to_string(c.timed_out) + ", \"threads\": " + std::to_string(c.threads) +
+         ", \"first_turn_threads\": " + std::to_string(c.first_turn_threads) +
+         ", \"fingerprint\": \"" + detail::hex64(c.fingerprint) + "\", \"order_fingerprint\": \"" +
+         detail::hex64(c.order_fingerprint) + "\"" +
          ", \"line_ns\": " + std::to_string(c.line_ns) +
          ", \"remote_line_ns\": " + std::to_string(c.remote_line_ns) +
          ", \"charged_ns\": {\"steal\": " + std::to_string(c.charged_steal_ns) +

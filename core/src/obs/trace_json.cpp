@@ -374,9 +374,14 @@ std::string convert(const TraceFile& file, double ns_per_tick) {
   out.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
   Converter conv(*s, out, ns_per_tick);
   conv.metadata(ms, other);
+  // Equal timestamps go in the order of their Ms' ids (the shared buffer's, kNoM, last), and
+  // of one M's chunks in the order they were written (its own time order): never in the order
+  // the writer happened to write different threads' chunks.
   auto later = [&](std::size_t a, std::size_t b) {
     std::uint64_t ta = runs[a].head.ts, tb = runs[b].head.ts;
-    return ta != tb ? ta > tb : a > b;
+    if (ta != tb) return ta > tb;
+    if (runs[a].m != runs[b].m) return runs[a].m > runs[b].m;
+    return a > b;
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> heap(later);
   for (std::size_t r = 0; r < runs.size(); ++r) heap.push(r);

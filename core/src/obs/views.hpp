@@ -13,11 +13,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nugo/config.hpp"  // Mode, Bind
 #include "stats.hpp"        // PCounters
+#include "vtime.hpp"        // vtime::Report
 #include "traceback.hpp"    // Traceback
 
 namespace nugo::detail {
@@ -84,12 +86,15 @@ struct RunView {
   Bind bind = Bind::none;
   std::string numa_policy;  // as NUGO_NUMA spells it; empty in flat mode
   int procs = 0;
+  std::uint64_t seed = 0;  // Config::seed
   std::string topology_source;
   bool emulated = false;
   int topology_nodes = 0;
   bool virtual_time = false;  // the engine reports the rest (vtime::report)
   std::int64_t start_ns = 0;                     // nanotime() at run()'s start
   std::int64_t main_return_ns = 0;               // when the main goroutine returned, or 0
+  // Virtual time's counts at main's return, once it has returned (else the engine's now).
+  std::optional<vtime::Report> clock_at_return;
   std::int64_t now_ns = 0;                       // when the view was taken
   std::vector<int> distances;                    // the distance classes, by index
   struct PView {

@@ -225,7 +225,8 @@ void count_moved_remote(P* pp, int from_node, std::uint64_t n) {
 }
 
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
-// run by sysmon) queues goroutines and timers: its CPU's domain (domain.hpp).
+// run by sysmon) queues goroutines and timers: its CPU's domain on a real machine in real
+// time, else the first (domain.hpp).
 namespace {
 
 // The entry of a by-real-CPU table (numa::Plan::domain_of_cpu, node_of_cpu) for the CPU the

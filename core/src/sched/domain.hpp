@@ -164,11 +164,13 @@ void acquirep(P* pp);
 P* releasep();
 
 // The node index the calling thread is on, for the statistics: d's node in NUMA mode, else
-// that of the CPU it runs on (the first P's when it is not a CPU of the topology).
+// that of the CPU it runs on (the first P's when it is not a CPU of the topology, and always
+// on an emulated topology or in virtual time: numa::Plan::node_of_cpu).
 int thread_node(const Domain* d);
 // Where a thread without a P (a plain thread, an M inside nugo::syscall, a timer callback
-// run by sysmon) queues goroutines and timers: the domain of the CPU it runs on (the first
-// domain whose P that CPU runs, for a folded emulated topology), else the first domain.
+// run by sysmon) queues goroutines and timers: the domain of the CPU it runs on, else the
+// first domain. On an emulated topology and in virtual time always the first domain: the
+// real CPU there is an accident of folding or of the host (numa::Plan::domain_of_cpu).
 Domain* foreign_domain();
 // Every domain's lock, in domain order (the only order in which several are held), for the
 // few decisions that must see the whole runtime at once (checkdead, sysmon's deep sleep).

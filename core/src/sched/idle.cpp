@@ -166,7 +166,7 @@ void newm(Domain* d, P* pp, bool spinning) {
   } else {
     m = new M;
     m->id = static_cast<int>(sched->allm.size());
-    m->fastrand = reinterpret_cast<std::uintptr_t>(m) ^ (static_cast<std::uint64_t>(m->id) << 32);
+    m->fastrand = rand_seed(sched->cfg.seed, static_cast<std::uint64_t>(m->id));
     sched->allm.push_back(m);
   }
   m->domain = d;
@@ -188,13 +188,16 @@ void newm(Domain* d, P* pp, bool spinning) {
 
 // The calling M's thread is about to end: it no longer counts, and newm may reuse the M.
 void mexit(M* m) {
-  // In virtual time the thread leaves first: once on freem, newm may join it, in the kernel,
-  // holding the turn, and a member that waited for its turn here would never end.
-  vtime::detach();
   sched->mlock.lock();
   sched->mcount.fetch_sub(1, std::memory_order_relaxed);
   sched->freem.push_back(m);
   sched->mlock.unlock();
+  // In virtual time the thread leaves only now, so that newm and the mcount-based decisions
+  // see it gone at one virtual instant, not whenever the real thread got here. It still holds
+  // the turn from the push until it leaves (runtime code holding no goroutine is never paused
+  // by the quantum's signal, and nothing here waits), so newm, which joins an M of freem in
+  // the kernel while holding the turn, never joins a thread that waits for the turn.
+  vtime::detach();
 }
 
 // Parks the M on the idle list of its domain until startm hands it a P. The M that makes

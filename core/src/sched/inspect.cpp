@@ -48,12 +48,14 @@ RunView run_view(const Sched& s) {
   // The policy the plan runs, not the one asked for; flat mode has none.
   v.numa_policy = s.plan.mode == Mode::numa ? to_string(numa::setting(s.plan.policy)) : "";
   v.procs = s.plan.gomaxprocs;
+  v.seed = s.cfg.seed;
   v.topology_source = s.topology.source;
   v.emulated = s.topology.emulated;
   v.topology_nodes = static_cast<int>(s.topology.nodes.size());
   v.virtual_time = s.cfg.virtual_time.on;
   v.start_ns = s.start_ns;
-  v.main_return_ns = s.main_return_ns.load(rlx);
+  v.main_return_ns = s.main_return_ns.load(std::memory_order_acquire);
+  if (v.virtual_time && v.main_return_ns != 0) v.clock_at_return = s.clock_at_return;
   v.now_ns = s.run_time_now();
   v.distances = s.plan.distances;
   for (const auto& pp : s.allp) v.ps.push_back({pp->id, s.topology.nodes[pp->node].os_index, &pp->stats});

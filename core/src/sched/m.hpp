@@ -63,6 +63,17 @@ struct alignas(64) M {
   }
 };
 
+// The first state of random stream `stream` (an M's id; a thread without an M's place in the
+// order such threads first drew) of the run seeded with `seed` (Config::seed): splitmix64 of
+// both, so that neighbouring streams and seeds start far apart. Never an address: a schedule
+// that depended on where the allocator put an M would differ between identical runs.
+constexpr std::uint64_t rand_seed(std::uint64_t seed, std::uint64_t stream) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 // The M of the calling thread, or nullptr on threads the runtime did not start. Set by
 // mstart. Inline where NUGO_INLINE_TLS (nugo/runtime.hpp) says each read goes to the current
 // thread's slot. A goroutine that may be preempted can move to another M right after reading

@@ -564,9 +564,20 @@ void for_each_g(void (*fn)(G* gp, void* arg), void* arg) {
   sched->glock.unlock();
 }
 
+namespace {
+// Threads without an M draw from streams after the Ms' (Sched::kMaxMCount), in the order they
+// first draw; the seed is the running instance's, else the default.
+std::atomic<std::uint64_t> foreign_streams{0};
+}  // namespace
+
 std::uint32_t fastrand() {
   if (M* m = getm()) return m->rand();
-  thread_local std::uint64_t x = reinterpret_cast<std::uintptr_t>(&x) | 1;  // xorshift64
+  thread_local std::uint64_t x = 0;  // xorshift64 (never 0 once seeded)
+  if (x == 0) {
+    const Sched* s = sched;
+    x = rand_seed(s ? s->cfg.seed : Config::kDefaultSeed,
+                  Sched::kMaxMCount + foreign_streams.fetch_add(1, std::memory_order_relaxed)) | 1;
+  }
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
@@ -648,7 +659,7 @@ void mstart(M* m) {
   }
   schedule(m);
   if (m->exiting) mexit(m);  // else the runtime stops, and run() joins the thread
-  vtime::detach();
+  vtime::detach();  // (mexit's already left: a no-op then)
   signals::remove_altstack(m->altstack);
   trace_bind_thread(nullptr, 0);
   tls_m = nullptr;

@@ -278,13 +278,19 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
   Closure* c = newg();
   auto main_goroutine = [&main] {
     main.body(main.arg);
-    sched->main_return_ns.store(nanotime(), std::memory_order_relaxed);
+    const std::int64_t returned = nanotime();
+    // Virtual time's counts as the run ends, before the teardown adds its own turns; published
+    // with main_return_ns.
+    if (vtime::on()) sched->clock_at_return = vtime::report();
+    sched->main_return_ns.store(returned, std::memory_order_release);
     sched->main_returned.store(true, std::memory_order_seq_cst);
     sched->main_done.wakeup();
   };
   bind_closure<decltype(main_goroutine)>(c, main_goroutine);
   newproc(c);  // from this thread (no M): global queue + wakep starts the first M
   starting_runtime = false;
+  // sysmon and the first M exist: both start at the same virtual clock, the earlier made first.
+  vtime::open();
   sched->main_done.sleep();
 
   sched->stopping.store(true, std::memory_order_seq_cst);

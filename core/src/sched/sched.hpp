@@ -85,6 +85,9 @@ struct Sched {
   // elapsed_ns. In virtual time the shutdown's timed waits would otherwise run the clock ahead
   // while run()'s thread, outside virtual time, ends the Ms in real time.
   std::atomic<std::int64_t> main_return_ns{0};
+  // In virtual time, the engine's counts at main's return (written before main_return_ns is
+  // published, read only after it is seen): the statistics' clock, without the teardown.
+  vtime::Report clock_at_return;
   // nanotime(), but never past main's return.
   std::int64_t run_time_now() const {
     const std::int64_t now = nanotime(), end = main_return_ns.load(std::memory_order_relaxed);

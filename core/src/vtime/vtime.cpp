@@ -154,8 +154,13 @@ pid_t process_id = 0;
 std::thread watchdog;
 std::atomic<bool> watchdog_run{false};
 bool (*pausable_fn)(const void*) = nullptr;
+// The one real CPU every member runs on while in virtual time (the lowest the process may use
+// at start), and the set a member in a system call runs on meanwhile: the process's.
+int member_cpu = -1;
+cpu_set_t process_cpus;
 int next_id = 0;
 std::uint64_t next_wait_seq = 0;
+bool opened = false;  // open() was called: turns may be granted (under reg)
 Report counts;
 std::atomic<std::int64_t> charged[kCosts];  // the cost model's charges so far, by Cost
 
@@ -200,6 +205,19 @@ void unlock() {
   reg.store(false, std::memory_order_release);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   --in_reg;
+}
+
+// Members share one real CPU: one runs at a time anyway, and on one CPU no cache line of the
+// runtime crosses a real CPU, so the cost model's charges are the only ones (on two, a line
+// moved between members that ran on different CPUs was paid twice: in CPU time, and by the
+// model), and every member reads the same TSC. A member in a system call runs beside the holder
+// on any CPU of the process, as a thread outside virtual time.
+void pin_to_member_cpu(bool pin) {
+  if (member_cpu < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(member_cpu, &one);
+  sched_setaffinity(0, sizeof(cpu_set_t), pin ? &one : &process_cpus);
 }
 
 std::int64_t read_clock(clockid_t id) {
@@ -300,6 +318,17 @@ Member* pick() {
   return best;
 }
 
+// One step of the fingerprints (Report): FNV-1a over the member's id and the turn's clock.
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+void count_turn(const Member* m, std::int64_t clock) {
+  counts.fingerprint = mix(mix(counts.fingerprint, static_cast<std::uint64_t>(m->id)),
+                           static_cast<std::uint64_t>(clock));
+  counts.order_fingerprint = mix(counts.order_fingerprint, static_cast<std::uint64_t>(m->id));
+}
+
 // Gives the turn to m (under reg). The caller wakes it (wake_granted) once it has released
 // reg: woken first, it could run on our CPU and spin on reg while we wait for that CPU.
 // Member records are never freed (detach keeps them for reuse), so a late wake is harmless.
@@ -313,6 +342,8 @@ Member* grant(Member* m) {
   if (m->clock > latest.load(std::memory_order_relaxed))
     latest.store(m->clock, std::memory_order_relaxed);
   if (m->clock > counts.end_ns) counts.end_ns = m->clock;
+  count_turn(m, m->clock);
+  if (counts.first_turn_members == 0) counts.first_turn_members = static_cast<int>(members.size());
   m->turn.store(1, std::memory_order_release);
   return m;
 }
@@ -321,9 +352,10 @@ void wake_granted(Member* m) {
   if (m) kernel_wake(&m->turn, 1);
 }
 
-// With no holder (a non-member made a member ready): the earliest member goes on.
+// With no holder (a non-member made a member ready): the earliest member goes on, once the
+// turn is open.
 Member* grant_if_free() {
-  if (holder.load(std::memory_order_relaxed)) return nullptr;
+  if (!opened || holder.load(std::memory_order_relaxed)) return nullptr;
   Member* next = pick();
   return next ? grant(next) : nullptr;
 }
@@ -344,6 +376,7 @@ void switch_out(Member* m, State s, bool leaving = false) {
   Member* next = pick();
   if (next == m) {  // still the earliest: a new turn of its own, without waiting in the kernel,
     rebase(m, cpu);   // from the settled clock, or the deadline its wait timed out at
+    count_turn(m, m->clock);
     m->state = State::running;
     holder.store(m, std::memory_order_relaxed);
     unlock();
@@ -487,6 +520,10 @@ void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable
   ns_per_tick = 1.0 / ticks_per_ns;
   process_id = getpid();
   pausable_fn = pausable;
+  member_cpu = -1;
+  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE && member_cpu < 0; ++cpu)
+      if (CPU_ISSET(cpu, &process_cpus)) member_cpu = cpu;
   counts = Report{};
   for (auto& c : charged) c.store(0, std::memory_order_relaxed);
   counts.quantum_ns = params.quantum_ns;
@@ -499,6 +536,10 @@ void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable
   internal::line_prices = prices.data();
   internal::line_nodes = static_cast<int>(t.nodes.size());
   counts.end_ns = latest.load();
+  counts.fingerprint = counts.order_fingerprint = 0xcbf29ce484222325ull;  // FNV-1a's basis
+  lock();
+  opened = false;
+  unlock();
   struct sigaction sa {};
   sa.sa_sigaction = on_quantum;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
@@ -508,6 +549,16 @@ void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable
   internal::enabled.store(true, std::memory_order_seq_cst);
   watchdog_run.store(true, std::memory_order_release);
   watchdog = std::thread(watchdog_main);
+}
+
+void open() {
+  set_busy(true);
+  lock();
+  opened = true;
+  Member* first = members.empty() ? nullptr : grant_if_free();
+  unlock();
+  wake_granted(first);
+  set_busy(false);
 }
 
 void stop() {
@@ -559,6 +610,7 @@ Member* prepare_member() {
 void attach(Member* m) {
   if (!m) return;  // virtual time is off
   m->tid = static_cast<pid_t>(gettid());
+  pin_to_member_cpu(true);
   set_busy(true);  // until its clock is set: the watchdog may signal it as soon as it is granted
   self = m;
   while (m->turn.load(std::memory_order_acquire) == 0) kernel_wait(&m->turn, 0, nullptr);
@@ -735,11 +787,13 @@ void leave() {
   switch_out(m, State::outside);
   outside = true;  // until rejoin: a non-member (active() is null)
   set_busy(false);
+  pin_to_member_cpu(false);
 }
 
 void rejoin() {
   Member* m = self;
   if (!m || !outside) return;
+  pin_to_member_cpu(true);
   set_busy(true);
   outside = false;
   lock();

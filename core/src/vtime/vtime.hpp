@@ -48,7 +48,12 @@ struct Report {
   std::uint64_t paused_by_signal = 0;  // of those, where the quantum's signal found the thread
   std::uint64_t timed_out = 0;  // waits that ended at their deadline
   int peak_members = 0;
+  int first_turn_members = 0;  // the members there were when the first turn was granted
   std::int64_t charged_ns[kCosts] = {};  // the cost model's charges, by Cost
+  // A hash over every turn granted, in order (the member's creation order and the clock the
+  // turn began at): two runs with equal fingerprints granted the same turns at the same
+  // clocks. order_fingerprint hashes the members alone: the same interleaving, at any clocks.
+  std::uint64_t fingerprint = 0, order_fingerprint = 0;
 };
 
 #if NUGO_VIRTUAL_TIME
@@ -82,6 +87,10 @@ inline bool on() { return internal::enabled.load(std::memory_order_relaxed); }
 // interrupted at uc may wait for its next turn right there (sched/preempt.cpp: in a
 // goroutine's own code, holding no lock); else it gives up its turn at its next hook.
 void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable)(const void* uc));
+// Opens the turn: until then no member is granted one, so that the runtime's first members
+// (sysmon, the first M) are all made before any of them runs, and start at the same clock
+// whatever the real time their creator took between them.
+void open();
 // After the last member left (run() joined them): the clock is the real one again until the
 // next start(), which goes on from the virtual time this run ended at.
 void stop();
@@ -164,6 +173,7 @@ inline void leave() {}
 inline void rejoin() {}
 inline Report report() { return {}; }
 inline void start(const VirtualTime&, const topo::Topology&, bool (*)(const void*)) {}
+inline void open() {}
 inline void stop() {}
 inline Member* prepare_member() { return nullptr; }
 inline void attach(Member*) {}

@@ -31,7 +31,9 @@ namespace nugo::numa {
 [[nodiscard]] void* alloc_on(int node, std::size_t bytes);
 
 // On the caller's node: the node of the P running the calling goroutine; for a plain thread,
-// the node of the CPU it runs on, else the first node with CPUs. Throws std::bad_alloc.
+// the node of the CPU it runs on (on the real machine in real time; on an emulated topology
+// and in virtual time, where that CPU means nothing, and on a CPU of no node: the first node
+// with CPUs). Throws std::bad_alloc.
 [[nodiscard]] void* alloc_local(std::size_t bytes);
 
 // Pages spread round-robin over every node of the view (MPOL_INTERLEAVE), for data that every
