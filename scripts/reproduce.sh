@@ -25,7 +25,7 @@
 #                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
-# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation}/, DIR/logs/, DIR/figures/,
+# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation,sensitivity}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
 # --procs, --topology, --out, --build-dir or --virtual-build-dir) also publishes its figures and numbers to
@@ -222,16 +222,22 @@ if [ -z "$only" ]; then
   $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
 fi
 if [ -n "$vbuild" ]; then
-  # VIRTUAL TIME: every row says clock = virtual. Three repetitions by default (about 11
-  # minutes on 2 cores); flat and NUMA mode only (Go and the peers cannot run in it).
-  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py)"
-  vreps=()
-  [ "$profile" = default ] && vreps=(--repetitions 3)
+  # VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
+  # model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only
+  # (Go and the peers cannot run in it).
+  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py, sensitivity.py)"
   $py scripts/pipeline/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
-    --out "$out/virtual" "${profile_flag[@]}" ${vreps[@]+"${vreps[@]}"} || failed+=(virtual)
+    --out "$out/virtual" "${profile_flag[@]}" || failed+=(virtual)
   # Virtual time's validation: agreement with real time at 1 and 2 Ps, fork-join on 1 to 256
-  # virtual CPUs against the work and span laws, and determinism (scripts/pipeline/virtual.py).
-  $py scripts/pipeline/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" || failed+=(virtual-validation)
+  # virtual CPUs against the work and span laws, a greedy envelope and the steal bound, and
+  # determinism (scripts/pipeline/virtual.py); then the virtual verdicts against the model's
+  # constants, each halved and doubled (sensitivity.py: reduced sizes by default, whole under --full).
+  vfull=()
+  [ "$profile" = full ] && vfull=(--full)
+  $py scripts/pipeline/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
+    failed+=(virtual-validation)
+  $py scripts/pipeline/sensitivity.py --build-dir "$vbuild" --out "$out/sensitivity" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
+    failed+=(sensitivity)
 elif [ -z "$only" ]; then
   echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
   echo "  scripts/test.sh --virtual makes build-virtual/)"

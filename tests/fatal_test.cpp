@@ -46,6 +46,8 @@ TEST_CASE("a malformed environment variable is named, with exit status 2", "[fat
                  Case{"NUGO_STATS=/nonexistent/dir/s.json", "NUGO_STATS"},
                  Case{"NUGO_TRACE=/nonexistent/dir/t.json", "NUGO_TRACE"},
                  Case{"NUGO_TRACE_MAX=1k", "NUGO_TRACE_MAX"}, Case{"NUGO_TRACE_MAX=huge", "NUGO_TRACE_MAX"},
+                 Case{"NUGO_SEED=abc", "NUGO_SEED"}, Case{"NUGO_SEED=-1", "NUGO_SEED"},
+                 Case{"NUGO_SEED=99999999999999999999999", "NUGO_SEED"},
                  // Strict syntax: no spaces on either side, no sign, nothing after the unit.
                  Case{"NUGO_PROCS=' 2'", "NUGO_PROCS"}, Case{"NUGO_PROCS='2 '", "NUGO_PROCS"},
                  Case{"NUGO_PROCS=+2", "NUGO_PROCS"}, Case{"NUGO_STACK=' 256k'", "NUGO_STACK"},

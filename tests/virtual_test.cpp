@@ -312,3 +312,41 @@ TEST_CASE("with one seed, the main goroutine of fib on 16 virtual CPUs of the 2-
   REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
   CHECK(homes == std::vector<int>{t.nodes[0].os_index, t.nodes[0].os_index});
 }
+
+TEST_CASE("the cost model's remote charges add what it says on a program whose remote traffic is "
+          "known by construction", "[virtual]") {
+  // Two nodes of two CPUs; a line within a node costs nothing, across 10 us. The main goroutine
+  // (home: node 0) starts kGoroutines goroutines on node 1 (go_on: its pinned queue, which only
+  // node 1's Ps take) and waits for them all. Each was made on a P of node 0 and runs once, on a
+  // P of node 1: one pinned take from node 0's P (kPinnedTakeLines) and one move of its state
+  // (kMovedLines), each line across nodes. Only the main goroutine may move besides (readied by
+  // the last of them, on node 1): one move more, at most one more back.
+  nugo::Config cfg = virtual_config(4, "synthetic:pack:2 numa:1 core:2 pu:1");
+  cfg.mode = nugo::Mode::numa;
+  cfg.virtual_time.line = 0ns;
+  cfg.virtual_time.remote_line = 10us;
+  constexpr std::int64_t kGoroutines = 200, kLine = 10'000;
+  constexpr std::int64_t kPinnedTakeLines = 1, kMovedLines = 4;  // vtime/costs.hpp
+  std::atomic<int> on_node1{0};
+  nugo::run(
+      [&] {
+        nugo::WaitGroup wg;
+        for (int i = 0; i < kGoroutines; ++i) {
+          wg.add(1);
+          nugo::go_on(1, [&] {
+            if (nugo::this_g::node() == 1) on_node1.fetch_add(1);
+            wg.done();
+          });
+        }
+        wg.wait();
+      },
+      cfg);
+  const nugo::Stats s = nugo::stats();
+  INFO(nugo::to_json(s));
+  REQUIRE(on_node1.load() == kGoroutines);
+  CHECK(s.clock.charged_migrate_ns % (kMovedLines * kLine) == 0);
+  CHECK(s.clock.charged_migrate_ns >= kGoroutines * kMovedLines * kLine);
+  CHECK(s.clock.charged_migrate_ns <= (kGoroutines + 2) * kMovedLines * kLine);
+  // The pinned takes: one line each, from node 0; a global queue's takes add theirs on top.
+  CHECK(s.clock.charged_queue_ns >= kGoroutines * kPinnedTakeLines * kLine);
+}

@@ -193,12 +193,7 @@ def main() -> int:
             run_id = f"{t.name}-p{n}-{w}-{a}-x{r}-r{rep}"
             row = sweep.one_run(build, exe, None, runner, logs, run_id, t, w, arm.mode, n, args.bind, rep,
                                 size if w in MEMORY else compute_size(size), real_cpus, arm=arm, penalty=r, perf=perf)
-            if row["ok"] != 1:
-                failures += 1
-                print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
-            writer.writerow(row)
-            f.flush()
-            rows.append(row)
+            failures += not sweep.record(PROG, run_id, row, writer, f, rows)
             progress.finished(f"{w:10} {t.name} {n}P {a:9} x{r or '-':<4}  rep {rep}: "
                               + (f"{float(row['seconds']):.3f} s" if row["ok"] == 1 else "FAILED"))
     summary = summarize(explib.read_results(out / "results.csv"))

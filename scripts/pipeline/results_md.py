@@ -35,6 +35,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("The execution tracer", ("Tracer",), ("timeline",)),
     ("Virtual time: NUMA against flat on machines we do not have", ("Virtual",), ("virtual",)),
     ("Virtual time against real time", ("Validation",), ("virtual-speedup",)),
+    ("Virtual time's verdicts against its constants", ("Sensitivity",), ("sensitivity",)),
 )
 
 NEWCOMMAND = re.compile(r"^\\newcommand\{\\(num|caption|has|table)([A-Za-z]+)\}\{(.*)\}(?:\s+%\s*(.*))?$")

@@ -56,10 +56,16 @@ Topologies (--topology, comma-separated):
            "Virtual time"): v2x16 (the 2-socket Xeon of 32 PUs), v4x24 (the 4-socket Xeon,
            96 PUs) and v24x16 (the 24-node em64t, 384 PUs). Their runs are the virtual-time
            build's (--virtual-build-dir, default build-virtual; scripts/test.sh --virtual makes
-           it) with NUGO_VIRTUAL=on: every thread runs alone in the order of virtual clocks, so
-           the Ps are not oversubscribed, and the timings are virtual time: the CPU time each
-           virtual CPU used plus the cost model's charges (cache lines by node distance, the
-           memory-latency model's remote blocks). Every row says clock = virtual. nugo modes only.
+           it) with NUGO_VIRTUAL giving every model constant (catalogue.VIRTUAL_MODEL; the row's
+           virtual_setting): every thread runs alone in the order of virtual clocks, so the Ps
+           are not oversubscribed, and the timings are virtual time: the CPU time each virtual
+           CPU used plus the cost model's charges (cache lines by node distance, the
+           memory-latency model's remote blocks). Every row says clock = virtual and carries its
+           schedule's fingerprint. nugo modes only, binding none (virtual time binds nothing).
+           A size below the profile's: small by default, default with --full (a run at default
+           size takes 3 to 30 s of real time on 96 to 384 virtual CPUs).
+Every nugo run is seeded with its repetition's number (NUGO_SEED; the row's seed), so that the
+modes of one repetition draw from one seed.
 Every named machine is a real machine's hwloc XML file in topology/machines/ (scripts/pipeline/catalogue.py
 names them); a file that is missing stops the sweep, naming it. The default is `machine`, plus 2node, 4node and 24node when this machine has one
 node; the virtual set runs only when asked for (reproduce.sh runs it as a step of its own).
@@ -117,6 +123,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
+VIRTUAL_SIZES = {"quick": "tiny", "default": "small", "full": "default"}  # the virtual set's, by profile
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
            "work", "unit",
@@ -515,6 +522,9 @@ def main() -> int:
         return explib.bad_input(PROG, "--quick and --full exclude each other")
     profile = "quick" if args.quick else "full" if args.full else "default"
     size = {"quick": "tiny", "default": "default", "full": "large"}[profile]
+    # The virtual set's runs take 3 to 30 s of real time at default sizes on 96 to 384 virtual
+    # CPUs: a size smaller, so that ten repetitions fit reproduce.sh's budget (every row says its size).
+    vsize = VIRTUAL_SIZES[profile]
     reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 10)
     if reps < 1:
         return explib.bad_input(PROG, f"--repetitions {reps}: at least 1")
@@ -612,7 +622,8 @@ def main() -> int:
 
     if args.dry_run:
         print(f"{PROG}: would run {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations x "
-              f"{reps} repetitions, {size} sizes, on {', '.join(t.name for t in topologies)}")
+              f"{reps} repetitions, {size} sizes ({vsize} on the virtual set), on "
+              f"{', '.join(t.name for t in topologies)}")
         return 0
     out = args.out.resolve()
     logs = out / "logs"
@@ -633,7 +644,8 @@ def main() -> int:
         print(f"{PROG}: hardware counters {perf[1]}", file=sys.stderr)
 
     print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations "
-          f"(topology, mode, Ps) x {reps} repetitions, {size} sizes; results in {out}", file=sys.stderr)
+          f"(topology, mode, Ps) x {reps} repetitions, {size} sizes ({vsize} on the virtual set); "
+          f"results in {out}", file=sys.stderr)
     progress = explib.Progress(len(runs))
     rows, failures = [], 0
     with open(out / "results.csv", "w", newline="") as f:
@@ -641,14 +653,10 @@ def main() -> int:
         writer.writeheader()
         for rep, t, w, m, n, b in runs:
             run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
-            row = one_run(build, vexe if t.virtual else exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, real_cpus,
+            row = one_run(build, vexe if t.virtual else exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep,
+                          vsize if t.virtual else size, real_cpus,
                           perf=perf, peer=peers.get(m, (None,))[0])
-            if row["ok"] != 1:
-                failures += 1
-                print(f"{PROG}: FAILED {run_id}: {row['error']}", file=sys.stderr)
-            writer.writerow(row)
-            f.flush()
-            rows.append(row)
+            failures += not record(PROG, run_id, row, writer, f, rows)
             shown = f"{float(row['seconds']):.3f} s" if row["seconds"] != "" and t.timing else "locality only"
             progress.finished(f"{w:13} {t.name:7} {m:4} {b:4} {n:3} Ps  rep {rep}: "
                               + (shown if row["ok"] == 1 else "FAILED"))
@@ -657,7 +665,8 @@ def main() -> int:
     (out / "sweep.md").write_text(summary["markdown"])
     print("\n" + summary["text"])
     explib.write_json(out / "sweep.json", {"medians": summary["medians"], "failures": failures},
-                      {"profile": profile, "size": size, "repetitions": reps, "workloads": workloads,
+                      {"profile": profile, "size": size, "virtual_size": vsize, "repetitions": reps,
+                       "workloads": workloads,
                        "modes": modes, "bindings": bindings, "seed": args.seed,
                        "rehearsal": args.rehearsal or None,
                        "peers": {m: {"executable": str(e), "workloads": ws} for m, (e, ws) in peers.items()},
@@ -668,7 +677,8 @@ def main() -> int:
                        "virtual_build": str(vexe) if vexe else None,
                        "configurations": [[t.name, m, n, b] for t, m, n, b in configs]},
                       runner.commands[:1] + [f"{exe} WORKLOAD --size {size} (NUGO_* per run: results.csv)"]
-                      + ([f"{vexe} WORKLOAD --size {size} (the virtual set: NUGO_VIRTUAL=on)"] if vexe else []))
+                      + ([f"{vexe} WORKLOAD --size {vsize} (the virtual set: NUGO_VIRTUAL="
+                          f"{catalogue.virtual_setting()})"] if vexe else []))
     if failures:
         print(f"{PROG}: {failures} of {len(runs)} runs failed (logs in {logs})", file=sys.stderr)
         return 1
@@ -689,6 +699,17 @@ def render(out: Path) -> int:
     (out / "sweep.md").write_text(summary["markdown"])
     print(summary["text"])
     return 0
+
+
+def record(prog: str, run_id: str, row: dict, writer: csv.DictWriter, f, rows: list) -> bool:
+    """Writes a run's row to results.csv at once (a crash later keeps what ran), keeps it in rows,
+    and says a failure on stderr; whether the run succeeded."""
+    if row["ok"] != 1:
+        print(f"{prog}: FAILED {run_id}: {row['error']}", file=sys.stderr)
+    writer.writerow(row)
+    f.flush()
+    rows.append(row)
+    return row["ok"] == 1
 
 
 class Arm:

@@ -188,16 +188,19 @@ void newm(Domain* d, P* pp, bool spinning) {
 
 // The calling M's thread is about to end: it no longer counts, and newm may reuse the M.
 void mexit(M* m) {
+  // In virtual time the thread leaves only after its bookkeeping, so that newm and the
+  // mcount-based decisions see it gone at one virtual instant, not whenever the real thread
+  // got here. It must hold the turn from the push to freem until it has left: newm joins an M
+  // of freem in the kernel while holding the turn, and would wait forever for a thread that
+  // waits for the turn. Nothing here waits, and counting the span as a runtime lock keeps the
+  // quantum's signal from pausing it (vtime_pausable: the runtime's own text is pausable).
+  vtime::lock_taken();
   sched->mlock.lock();
   sched->mcount.fetch_sub(1, std::memory_order_relaxed);
   sched->freem.push_back(m);
   sched->mlock.unlock();
-  // In virtual time the thread leaves only now, so that newm and the mcount-based decisions
-  // see it gone at one virtual instant, not whenever the real thread got here. It still holds
-  // the turn from the push until it leaves (runtime code holding no goroutine is never paused
-  // by the quantum's signal, and nothing here waits), so newm, which joins an M of freem in
-  // the kernel while holding the turn, never joins a thread that waits for the turn.
   vtime::detach();
+  vtime::lock_released();
 }
 
 // Parks the M on the idle list of its domain until startm hands it a P. The M that makes

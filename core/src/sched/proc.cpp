@@ -566,16 +566,27 @@ void for_each_g(void (*fn)(G* gp, void* arg), void* arg) {
 
 namespace {
 // Threads without an M draw from streams after the Ms' (Sched::kMaxMCount), in the order they
-// first draw; the seed is the running instance's, else the default.
+// first draw in a run, seeded with that run's seed (published by run() before anything runs,
+// so that a plain thread never reads the instance, which may be going away meanwhile). A
+// thread that drew in an earlier run starts a new stream at its first draw in the next.
+std::atomic<std::uint64_t> run_seed{Config::kDefaultSeed};
+std::atomic<std::uint64_t> run_generation{0};
 std::atomic<std::uint64_t> foreign_streams{0};
 }  // namespace
+
+void publish_run_seed(std::uint64_t seed) {
+  run_seed.store(seed, std::memory_order_relaxed);
+  foreign_streams.store(0, std::memory_order_relaxed);
+  run_generation.fetch_add(1, std::memory_order_release);
+}
 
 std::uint32_t fastrand() {
   if (M* m = getm()) return m->rand();
   thread_local std::uint64_t x = 0;  // xorshift64 (never 0 once seeded)
-  if (x == 0) {
-    const Sched* s = sched;
-    x = rand_seed(s ? s->cfg.seed : Config::kDefaultSeed,
+  thread_local std::uint64_t generation = ~std::uint64_t{0};
+  if (const std::uint64_t now = run_generation.load(std::memory_order_acquire); generation != now) {
+    generation = now;
+    x = rand_seed(run_seed.load(std::memory_order_relaxed),
                   Sched::kMaxMCount + foreign_streams.fetch_add(1, std::memory_order_relaxed)) | 1;
   }
   x ^= x << 13;

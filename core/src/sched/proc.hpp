@@ -52,6 +52,8 @@ void startm(Domain* d, bool spinning, bool cross_node = false);
 void handoffp(P* pp);
 void newm(Domain* d, P* pp, bool spinning);
 void mexit(M* m);
+// The seed threads without an M draw from in the run that starts (fastrand; Config::seed).
+void publish_run_seed(std::uint64_t seed);
 // Why stopm returned.
 enum class Wake {
   p,      // startm handed this M a P, now acquired

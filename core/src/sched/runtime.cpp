@@ -28,6 +28,7 @@
 #include "netpoll.hpp"
 #include "plan.hpp"
 #include "preempt.hpp"
+#include "proc.hpp"
 #include "sched.hpp"
 #include "signals.hpp"
 #include "trace.hpp"
@@ -246,6 +247,7 @@ void run_main(const Config& cfg, void (*body)(void*), void* arg, bool exit_on_ba
     throw;
   }
   sched->stats_file = stats_file;
+  publish_run_seed(cfg.seed);
   if (!cfg.trace_path.empty()) {
     // Before any goroutine exists, so that the trace has the whole run; a path that cannot
     // be written is bad input, as for the statistics.

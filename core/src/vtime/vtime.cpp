@@ -154,8 +154,9 @@ pid_t process_id = 0;
 std::thread watchdog;
 std::atomic<bool> watchdog_run{false};
 bool (*pausable_fn)(const void*) = nullptr;
-// The one real CPU every member runs on while in virtual time (the lowest the process may use
-// at start), and the set a member in a system call runs on meanwhile: the process's.
+// The one real CPU every member runs on while in virtual time (the one start() ran on, so that
+// two virtual runs side by side need not share one; which CPU it is changes no decision), and
+// the set a member in a system call runs on meanwhile: start()'s caller's.
 int member_cpu = -1;
 cpu_set_t process_cpus;
 int next_id = 0;
@@ -521,9 +522,12 @@ void start(const VirtualTime& settings, const topo::Topology& t, bool (*pausable
   process_id = getpid();
   pausable_fn = pausable;
   member_cpu = -1;
-  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0)
+  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0) {
+    const int here = sched_getcpu();
+    if (here >= 0 && here < CPU_SETSIZE && CPU_ISSET(here, &process_cpus)) member_cpu = here;
     for (int cpu = 0; cpu < CPU_SETSIZE && member_cpu < 0; ++cpu)
       if (CPU_ISSET(cpu, &process_cpus)) member_cpu = cpu;
+  }
   counts = Report{};
   for (auto& c : charged) c.store(0, std::memory_order_relaxed);
   counts.quantum_ns = params.quantum_ns;

@@ -9,6 +9,7 @@ import statistics
 
 from pipeline import explib
 from pipeline import sweep
+from pipeline.figures import sensitivity
 from pipeline.figures.common import Run, MEMORY, SIM, tex, plt
 
 # Every \\num macro this module writes.
@@ -132,6 +133,11 @@ def draw(p: Run) -> None:
     p.number("VirtualMaxCpus", max(k[2] for k in keys), src)
     machines = sorted({(n, t) for t, _, n in keys})
     workloads = sorted({k[1] for k in keys}, key=lambda w: (w not in MEMORY, w))
+    # Each verdict against virtual time's constants (sensitivity.py), where that step judged the
+    # same configuration at the same size: s survives every variation, d depends on a constant.
+    sens = sensitivity.verdicts(p) or {}
+    sizes = {r["size"] for r in rows}
+    tested = {k: v for k, v in sens.items() if v["size"] in sizes}
     body = []
     for w in workloads:
         cells = []
@@ -141,7 +147,9 @@ def draw(p: Run) -> None:
                 cells.append("--")
                 continue
             r, lo, hi = ratio[k]
-            cells.append(f"{'' if differs[k] else SIM}{explib.fmt(r)} "
+            v = tested.get((t, w))
+            mark = "" if v is None else "$^{s}$" if v["survives"] else "$^{d}$"
+            cells.append(f"{'' if differs[k] else SIM}{explib.fmt(r)}{mark} "
                          f"\\scriptsize({explib.fmt(lo)}--{explib.fmt(hi)})")
         body.append(tex(w) + " & " + " & ".join(cells) + " \\\\")
     p.tables["Virtual"] = (
