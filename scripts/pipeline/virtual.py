@@ -188,10 +188,13 @@ def scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows, se
             env_ok = envelope is None or p in fit or p < min(FIT_CPUS) or tp <= envelope * (1 + MARGIN)
             steal_bound = k * p * d if k is not None else None
             steal_ok = steal_bound is None or p <= max(FIT_CPUS) or steals[p] <= steal_bound * (1 + MARGIN)
-            for ok, what in ((work_ok, f"work law: T_p {tp:.6f} s < T_1/p {t1 / p:.6f} s"),
-                             (span_ok, f"span law: T_p {tp:.6f} s < T_inf {span} s"),
-                             (env_ok, f"greedy envelope: T_p {tp:.6f} s > T_1/p + c T_inf = {envelope} s (c {c})"),
-                             (steal_ok, f"steal bound: {steals[p]:.0f} steals > k p D = {steal_bound} (k {k})")):
+            f = explib.fmt
+            for ok, what in ((work_ok, f"work law: T_p {f(tp)} s < T_1/p {f(t1 / p)} s"),
+                             (span_ok, f"span law: T_p {f(tp)} s < T_inf {f(span)} s"),
+                             (env_ok, f"greedy envelope: T_p {f(tp)} s > T_1/p + c T_inf = {f(envelope)} s "
+                                      f"(c {f(c)})"),
+                             (steal_ok, f"steal bound: {steals[p]:.0f} steals > k p D = {f(steal_bound)} "
+                                        f"(k {f(k)}, {steals[p] / (p * d):.3g} here)" if d else "")):
                 if not ok:
                     broken.append(f"{w} at {p} virtual CPUs: {what}")
             curves.setdefault(w, []).append((p, ratio, lo, hi))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.ticker
+
 from pipeline import explib
 from pipeline.figures.common import Run, tex, plt
 
@@ -84,6 +86,8 @@ def draw(p: Run) -> None:
                     elinewidth=0.6, capsize=1, label=n, color="black" if n == "baseline" else None)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
     ax.set_xticks(range(len(vs)), [f"{v['workload']}\n{v['topology']}" + ("" if v["survives"] else "\n(depends)")
                                    for v in vs], fontsize=6)
     ax.set_ylabel("flat time / NUMA time (virtual)")

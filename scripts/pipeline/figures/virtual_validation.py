@@ -57,6 +57,7 @@ def draw(p: Run) -> None:
         p.adopt(png, "virtual-speedup", (
             "VIRTUAL TIME, not hardware: fork-join speedup over one virtual CPU on virtual machines of the "
             "24-node em64t's shape, 1 to "
-            f"{top} CPUs, flat mode, with the work law's bound; each point is the median of "
-            f"{d['settings'].get('repetitions')} runs. Drawn by \\texttt{{scripts/pipeline/virtual.py}}. "
+            f"{top} CPUs, flat mode, with linear speedup dotted; each point is the median of "
+            f"{d['settings'].get('repetitions')} runs in a seeded random order, its bar the speedup's interval "
+            "from the ends of the two medians' 95\\% intervals. Drawn by \\texttt{scripts/pipeline/virtual.py}. "
             f"Results: \\texttt{{{src}}}."))
