@@ -18,7 +18,7 @@ set -euo pipefail
 usage() { echo "usage: scripts/bootstrap.sh [--baselines] [--vm] [--checks] [--paper]" >&2; exit 2; }
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-context-dev
-          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-tabulate
+          catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-numpy python3-tabulate
           # the real-library tests (tests/libraries.cpp): libraries and allocators people link
           libsqlite3-dev libzstd-dev libssl-dev libleveldb-dev libjemalloc-dev
           libgoogle-perftools-dev libmimalloc-dev)

@@ -14,9 +14,11 @@ mode in virtual time with each of them halved and doubled, one at a time, beside
 the penalty's extra cost, penalty - 1, is what is halved and doubled), and says for each
 configuration (machine, workload) whether its verdict survives every variation:
 
-  NUMA faster   flat's median time over NUMA's above 1, the two medians' 95% intervals apart
-  NUMA slower   below 1, apart
-  no difference the intervals overlap
+  NUMA faster   flat's median time over NUMA's above 1, and a permutation test of that ratio
+                rejects equality, Holm-corrected over the setting's configurations
+                (pipeline/inference.py)
+  NUMA slower   below 1, likewise
+  no difference the test does not reject
 
 A verdict that changes under some variation is reported as depending on that constant.
 
@@ -41,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
 from pipeline import catalogue  # noqa: E402
 from pipeline import explib  # noqa: E402
+from pipeline import inference  # noqa: E402
 from pipeline import sweep  # noqa: E402
 
 PROG = "sensitivity.py"
@@ -57,11 +60,6 @@ def variations() -> list[tuple[str, str, float]]:
     return out
 
 
-def judge(flat: explib.Spread, numa: explib.Spread) -> tuple[str, float, float, float]:
-    ratio, lo, hi = explib.ratio_interval(flat, numa)
-    if not flat.differs(numa):
-        return "no difference", ratio, lo, hi
-    return ("NUMA faster" if ratio > 1 else "NUMA slower"), ratio, lo, hi
 
 
 def base_penalty(exe: Path, t) -> float:
@@ -138,24 +136,42 @@ def main() -> int:
         print(f"{PROG}: {failures} of {len(plan)} runs failed (logs in {logs})", file=sys.stderr)
         return 1
 
-    # ---- the verdicts ----
+    settings = {"profile": profile, "size": size, "repetitions": reps, "seed": args.seed,
+                "machines": names, "workloads": workloads, "model": catalogue.VIRTUAL_MODEL,
+                "constants": list(catalogue.SENSITIVITY_CONSTANTS),
+                "factors": list(catalogue.SENSITIVITY_FACTORS)}
+    report(out, rows, [(t.name, t.pus) for t in topologies], workloads, penalties, settings,
+           explib.quote(sys.argv))
+    return 0
+
+
+def report(out: Path, rows: list[dict], topologies: list[tuple[str, int]], workloads: list[str],
+           penalties: dict, settings: dict, command: str) -> None:
+    """The verdicts of a run's rows: OUT/sensitivity.md and sensitivity.json."""
+    profile, size, reps, seed = settings["profile"], settings["size"], settings["repetitions"], settings["seed"]
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         groups.setdefault((r["variation"], r["topology"], r["workload"], r["mode"]), []).append(float(r["seconds"]))
+    # Each setting's comparisons are a family: a permutation test of flat's median over NUMA's,
+    # Holm-corrected over the setting's configurations (pipeline/inference.py).
+    tests = {}
+    for name, _, _ in variations():
+        tests |= inference.judge({(name, t, w): inference.compare(groups[(name, t, w, "flat")],
+                                                                  groups[(name, t, w, "numa")])
+                                  for t, _ in topologies for w in workloads if (name, t, w, "flat") in groups})
     verdicts = []
-    for t in topologies:
+    for t, pus in topologies:
         for w in workloads:
             cells = {}
             for name, const, _ in variations():
-                if (name, t.name, w, "flat") not in groups:
+                c = tests.get((name, t, w))
+                if c is None:
                     continue
-                flat = explib.spread(groups[(name, t.name, w, "flat")])
-                numa = explib.spread(groups[(name, t.name, w, "numa")])
-                v, ratio, lo, hi = judge(flat, numa)
-                cells[name] = {"verdict": v, "ratio": ratio, "lo": lo, "hi": hi, "constant": const}
+                cells[name] = {"verdict": c.verdict("NUMA faster", "NUMA slower"), "ratio": c.ratio, "lo": c.lo,
+                               "hi": c.hi, "p": c.p, "constant": const}
             base = cells[BASELINE]["verdict"]
             flips = sorted({c["constant"] for n, c in cells.items() if n != BASELINE and c["verdict"] != base})
-            verdicts.append({"topology": t.name, "procs": t.pus, "workload": w, "baseline": base,
+            verdicts.append({"topology": t, "procs": pus, "workload": w, "baseline": base,
                              "survives": not flips, "depends_on": flips, "cells": cells})
     headers = ["machine", "workload", "baseline verdict (flat/NUMA)"] + \
         [n for n, _, _ in variations() if n != BASELINE] + ["survives"]
@@ -173,12 +189,13 @@ def main() -> int:
                      ["yes" if v["survives"] else "no: depends on " + ", ".join(v["depends_on"])])
     survived = sum(1 for v in verdicts if v["survives"])
     md = [f"# Virtual time: the verdicts against the model's constants ({profile} run)", "",
-          f"Made by `{explib.quote(sys.argv)}`. VIRTUAL TIME, not hardware: NUMA mode against flat mode, "
+          f"Made by `{command}`. VIRTUAL TIME, not hardware: NUMA mode against flat mode, "
           f"one P per virtual CPU, {size} sizes, {reps} runs per mode and setting, in one random order "
-          f"(seed {args.seed}). Baseline: `NUGO_VIRTUAL={catalogue.virtual_setting()}`, the latency "
+          f"(seed {seed}). Baseline: `NUGO_VIRTUAL={catalogue.virtual_setting()}`, the latency "
           f"penalty the machine's distance ratio ({', '.join(f'{k} {v:g}' for k, v in penalties.items())}); "
           "each other column halves or doubles one constant (for the penalty, its extra cost). A cell is "
-          "flat's median time over NUMA's; FLIPS: the verdict differs from the baseline's.", "",
+          "flat's median time over NUMA's; a verdict is a permutation test of that ratio, Holm-corrected over "
+          "the setting's configurations; FLIPS: the verdict differs from the baseline's.", "",
           explib.table(table, headers, markdown=True), "",
           f"{survived} of {len(verdicts)} verdicts survive every variation." +
           ("" if profile == "full" else " A reduced run: its verdicts are its own baseline's at these sizes "
@@ -186,14 +203,9 @@ def main() -> int:
     (out / "sensitivity.md").write_text("\n".join(md))
     explib.write_json(out / "sensitivity.json", {"verdicts": verdicts, "survived": survived,
                                                  "penalties": penalties},
-                      {"profile": profile, "size": size, "repetitions": reps, "seed": args.seed,
-                       "machines": names, "workloads": workloads, "model": catalogue.VIRTUAL_MODEL,
-                       "constants": list(catalogue.SENSITIVITY_CONSTANTS),
-                       "factors": list(catalogue.SENSITIVITY_FACTORS)},
-                      [explib.quote(sys.argv)])
+                      settings, [command])
     print("\n".join(md))
     print(f"{PROG}: wrote {out}/sensitivity.md, sensitivity.json and results.csv")
-    return 0
 
 
 # The default run's workloads: the memory-bound ones, whose verdicts the latency model decides,

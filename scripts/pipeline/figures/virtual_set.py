@@ -8,6 +8,7 @@ import json
 import statistics
 
 from pipeline import explib
+from pipeline import inference
 from pipeline import sweep
 from pipeline.figures import sensitivity
 from pipeline.figures.common import Run, MEMORY, SIM, tex, plt
@@ -84,7 +85,13 @@ def draw(p: Run) -> None:
         p.missing.append("virtual (no workload ran in both modes)")
         return
     src = p.where("virtual/results.csv")
-    ratio = {k: explib.ratio_interval(spr[(*k, "flat")], spr[(*k, "numa")]) for k in keys}
+    # Each row: flat's median time over NUMA's, the bootstrap interval of that ratio and a
+    # permutation test of it (pipeline/inference.py), corrected by Holm's method within its
+    # family (the memory-bound rows; the others).
+    tests = {k: inference.compare(groups[(*k, "flat")], groups[(*k, "numa")]) for k in keys}
+    for family in (MEMORY, None):
+        inference.judge({k: tests[k] for k in keys if (k[1] in MEMORY) == (family is not None)})
+    ratio = {k: (tests[k].ratio, tests[k].lo, tests[k].hi) for k in keys}
     fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(keys)), 3.8))
     vals = [ratio[k][0] for k in keys]
     ax.bar(range(len(keys)), vals, color=["tab:red" if k[1] in MEMORY else "tab:blue" for k in keys])
@@ -113,12 +120,12 @@ def draw(p: Run) -> None:
               "time its thread used plus the cost model's charges: a cache line by node distance (48 ns in a node, "
               "122 ns at the nearest remote distance) for steals, queue takes, wake-ups and goroutines changing P, "
               "and, for the memory-bound workloads, the emulated memory latency model's remote blocks. "
-              "Projections of the model, not measurements of a machine. Error bars: from the ends of the two "
-              f"medians' 95\\% bootstrap intervals. Results: \\texttt{{{src}}}.")
+              "Projections of the model, not measurements of a machine. Error bars: the ratio's 95\\% bootstrap "
+              "interval; a difference is called by a permutation test of the ratio, Holm-corrected within the "
+              f"memory-bound rows and within the others. Results: \\texttt{{{src}}}.")
     mem = [ratio[k][0] for k in keys if k[1] in MEMORY]
     other = [ratio[k][0] for k in keys if k[1] not in MEMORY]
-    # A row "differs" when its interval excludes 1 (the two medians' intervals part).
-    differs = {k: spr[(*k, "flat")].differs(spr[(*k, "numa")]) for k in keys}
+    differs = {k: tests[k].differs for k in keys}
     p.number("VirtualRowsMemory", sum(1 for k in keys if k[1] in MEMORY), src)
     p.number("VirtualRowsMemoryFaster", sum(1 for k in keys if k[1] in MEMORY and differs[k]
                                                and ratio[k][0] > 1), src)
