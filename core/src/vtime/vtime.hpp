@@ -99,7 +99,8 @@ Report report();
 int quantum_signal();
 
 // The creator's half of a new member thread: its record, ready at the creator's time plus
-// a wake-up's latency (the creator's own cost, the clone, is in its CPU time). The new thread calls attach first, which waits for its turn.
+// a wake-up's latency (the creator's own cost, the clone, is in its CPU time). The new thread
+// calls attach first, which moves it to the members' one real CPU and waits for its turn.
 Member* prepare_member();
 void attach(Member* m);
 // The calling member leaves: it gives up its turn for good (the last thing a thread does).
@@ -144,8 +145,9 @@ inline void charge_lines(int from, int to, std::int64_t lines, Cost what) {
 // Moves the calling member's clock forward to t if it is behind: it takes something (a P, a
 // goroutine) that another member released at virtual time t, and cannot have it earlier.
 void advance_to(std::int64_t t);
-// A blocking system call: the member leaves virtual time, and comes back with its clock
-// advanced by the real time it spent outside.
+// A blocking system call: the member leaves virtual time (and the members' CPU: it may run on
+// any of the process's meanwhile), and comes back with its clock advanced by the real time it
+// spent outside.
 void leave();
 void rejoin();
 
