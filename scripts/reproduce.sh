@@ -25,7 +25,7 @@
 #                     --reproduce: the pipeline inside a QEMU guest), whose timings are no results
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
-# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation,sensitivity}/, DIR/logs/, DIR/figures/,
+# DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation,sensitivity,hierarchy}/, DIR/logs/, DIR/figures/,
 # DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
 # experiments, from the sweep on). A complete default or --full run (no --only, --modes,
 # --procs, --topology, --out, --build-dir or --virtual-build-dir) also publishes its figures and numbers to
@@ -225,7 +225,7 @@ if [ -n "$vbuild" ]; then
   # VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
   # model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only
   # (Go and the peers cannot run in it).
-  begin "NUMA mode against flat mode on virtual machines of 32 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py, sensitivity.py)"
+  begin "NUMA mode against flat mode on virtual machines of 28 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py, sensitivity.py, hierarchy.py)"
   $py scripts/pipeline/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
     --out "$out/virtual" "${profile_flag[@]}" || failed+=(virtual)
   # Virtual time's validation: agreement with real time at 1 and 2 Ps, fork-join on 1 to 256
@@ -238,6 +238,10 @@ if [ -n "$vbuild" ]; then
     failed+=(virtual-validation)
   $py scripts/pipeline/sensitivity.py --build-dir "$vbuild" --out "$out/sensitivity" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
     failed+=(sensitivity)
+  # The stealing hierarchy on trial: the ablation's arms at one P per CPU on the Cluster-on-Die,
+  # 4-socket and 24-node machines (--full: the 2-socket one too), at three levels of the model.
+  $py scripts/pipeline/hierarchy.py --build-dir "$vbuild" --out "$out/hierarchy" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
+    failed+=(hierarchy)
 elif [ -z "$only" ]; then
   echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
   echo "  scripts/test.sh --virtual makes build-virtual/)"

@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         missing = [k for k in catalogue.STATS_COUNTERS if k not in block]
         if missing:
             errors.append(f"{where} lacks {missing}")
-    machines = {m.file for m in [*catalogue.EMULATED.values(), *catalogue.VIRTUAL.values()]}
+    machines = {m.file for m in [*catalogue.EMULATED.values(), *catalogue.VIRTUAL_MACHINES.values()]}
     machines |= {f for f, _ in catalogue.LOCALITY} | {catalogue.VALIDATION_BIG}
     for file in sorted(machines):
         try:

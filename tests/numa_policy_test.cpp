@@ -40,9 +40,9 @@ std::vector<std::uint64_t> keys(const nugo::Counters& c) {
   return v;
 }
 
-std::uint64_t by_distance_sum(const nugo::Counters& c) {
+std::uint64_t sum(const std::map<int, std::uint64_t>& by_distance) {
   std::uint64_t n = 0;
-  for (auto [d, k] : c.moved_remote_by_distance) n += k;
+  for (auto [d, k] : by_distance) n += k;
   return n;
 }
 
@@ -55,7 +55,8 @@ void check_adds_up(const nugo::Stats& s) {
   for (const auto& p : s.ps) {
     ps_sum += p;
     CHECK(p.runs_home + p.runs_away == p.runs);
-    CHECK(by_distance_sum(p) == p.moved_remote);
+    CHECK(sum(p.moved_remote_by_distance) == p.moved_remote);
+    CHECK(sum(p.steals_remote_by_distance) == p.steals_remote);
   }
   for (const auto& n : s.nodes) {
     nodes_sum += n;
@@ -64,6 +65,7 @@ void check_adds_up(const nugo::Stats& s) {
   CHECK(keys(ps_sum) == keys(s.totals));
   CHECK(keys(nodes_sum) == keys(s.totals));
   CHECK(ps_sum.moved_remote_by_distance == s.totals.moved_remote_by_distance);
+  CHECK(ps_sum.steals_remote_by_distance == s.totals.steals_remote_by_distance);
   CHECK(foreign == s.created_foreign);
 }
 
@@ -127,6 +129,27 @@ TEST_CASE("stats: every goroutine created and run is counted once, and totals ad
   CHECK(s.totals.moved_remote >= s.totals.steals_remote + s.totals.globrunq_remote);
 }
 
+TEST_CASE("steal=node and steal=nearest on two remote tiers: steals by distance add up and name the tiers",
+          "[numa][stats]") {
+  // The Cluster-on-Die machine: from each node one die at 21, two at 31. Whatever each policy's
+  // order, every remote steal is counted once, at one of the machine's remote distances.
+  for (auto steal : {nugo::NumaPolicy::Steal::node, nugo::NumaPolicy::Steal::nearest}) {
+    nugo::Config cfg;
+    cfg.topology = std::string("xml:") + NUGO_MACHINES_DIR + "/xeon-2socket-cod-4node-28pu.xml";
+    cfg.procs = 8;
+    cfg.mode = Mode::numa;
+    cfg.numa.steal = steal;
+    int made = 0;
+    nugo::run([&] { made = tree(11); }, cfg);
+    nugo::Stats s = nugo::stats();
+    check_adds_up(s);
+    CHECK(s.totals.created == static_cast<std::uint64_t>(made));
+    CHECK(s.numa_policy.find(steal == nugo::NumaPolicy::Steal::node ? "steal=node" : "steal=nearest") !=
+          std::string::npos);
+    for (auto [distance, n] : s.totals.steals_remote_by_distance) CHECK((distance == 21 || distance == 31));
+  }
+}
+
 TEST_CASE("stats JSON: NUGO_STATS writes the contract's keys, and a bad path is named", "[numa][stats]") {
   fs::path path = fs::temp_directory_path() / ("nugo-stats-" + std::to_string(getpid()) + ".json");
   nugo::Config cfg;
@@ -147,7 +170,7 @@ TEST_CASE("stats JSON: NUGO_STATS writes the contract's keys, and a bad path is 
                           "\"runs_home\"", "\"runs_away\"", "\"steals_same_node\"",
                           "\"steals_remote\"", "\"moved_same_node\"", "\"moved_remote\"",
                           "\"globrunq_own\"", "\"globrunq_remote\"", "\"wakeups_cross_node\"",
-                          "\"preemptions\"", "\"placed\": 0", "\"idle_ns\"", "\"moved_remote_by_distance\": {",
+                          "\"preemptions\"", "\"placed\": 0", "\"idle_ns\"", "\"moved_remote_by_distance\": {", "\"steals_remote_by_distance\": {",
                           "\"numa_policy\": \"remote_delay=0,remote_take=half,ready=waker,adopt=0,steal=nearest,"
                           "go_on=pinned\"",
                           "\"nodes\": [", "\"node\": 0, \"ps\": [0]", "\"ps\": [", "\"p\": 1, \"node\": 1"})
@@ -511,6 +534,11 @@ TEST_CASE("bad NUGO_NUMA and NUGO_STATS settings are named", "[numa]") {
       "NUGO_NUMA=remote_delay=50us,remote_take=quarter,ready=home,adopt=1,steal=flat,go_on=queued",
       NUGO_TEST_CHILD " run");
   CHECK(r.exit_code == 0);
+  r = run_child_process("NUGO_NUMA=steal=node", NUGO_TEST_CHILD " run");
+  CHECK(r.exit_code == 0);
+  nugo::NumaPolicy node;
+  node.steal = nugo::NumaPolicy::Steal::node;
+  CHECK(to_string(node) == "remote_delay=0,remote_take=half,ready=waker,adopt=0,steal=node,go_on=pinned");
   r = run_child_process("NUGO_STATS=", NUGO_TEST_CHILD " run");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("NUGO_STATS=\"\"") != std::string::npos);

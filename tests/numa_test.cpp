@@ -62,6 +62,7 @@ Plan checked_plan(const Topology& t, int procs, Mode mode,
   REQUIRE(plan.gomaxprocs == procs);
   REQUIRE(plan.mode != Mode::automatic);
   REQUIRE(plan.remote.size() == plan.domains.size());
+  REQUIRE(plan.steal_groups.size() == plan.domains.size());
   REQUIRE(plan.victims.size() == plan.domains.size());
   // A thief's first rounds: its own domain's Ps, or with steal=flat in NUMA mode every P.
   for (std::size_t i = 0; i < plan.domains.size(); ++i) {
@@ -82,7 +83,8 @@ Plan checked_plan(const Topology& t, int procs, Mode mode,
     REQUIRE(t.nodes[d.node].os_index == d.os_node);
     REQUIRE_FALSE(t.nodes[d.node].pus.empty());  // memory-only nodes get no Ps
     for (int pu : d.pus) REQUIRE(t.pus[pu].node == d.node);
-    // Every other domain once, in groups of equal distance, nearer groups first.
+    // Every other domain once, in groups of equal distance, nearer groups first, whatever
+    // the policy (wake-ups go nearest first).
     std::set<int> seen;
     int last = -1;
     for (const auto& group : plan.remote[i]) {
@@ -97,6 +99,16 @@ Plan checked_plan(const Topology& t, int procs, Mode mode,
       }
     }
     REQUIRE(seen.size() == plan.domains.size() - 1);
+    // A thief's order: the same groups, or with steal=node one group of every other domain.
+    if (steal != nugo::NumaPolicy::Steal::node) {
+      REQUIRE(plan.steal_groups[i] == plan.remote[i]);
+    } else if (plan.domains.size() == 1) {
+      REQUIRE(plan.steal_groups[i].empty());
+    } else {
+      REQUIRE(plan.steal_groups[i].size() == 1);
+      REQUIRE(std::set<int>(plan.steal_groups[i][0].begin(), plan.steal_groups[i][0].end()) == seen);
+      REQUIRE(plan.steal_groups[i][0].size() == seen.size());
+    }
   }
   std::sort(all.begin(), all.end());
   for (int p = 0; p < procs; ++p) REQUIRE(all[p] == p);  // every P in exactly one domain
@@ -118,6 +130,11 @@ TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
       CHECK(static_cast<int>(numa.domains.size()) == std::min(procs, cpu_nodes(t)));
       Plan numa_flat_steal = checked_plan(t, procs, Mode::numa, nugo::NumaPolicy::Steal::flat);
       CHECK(numa_flat_steal.remote == numa.remote);  // the same domains; only the victims differ
+      // steal=node: the same victims and wake-up order as the hierarchy; its thieves' order
+      // is one group (checked_plan).
+      Plan numa_node_steal = checked_plan(t, procs, Mode::numa, nugo::NumaPolicy::Steal::node);
+      CHECK(numa_node_steal.victims == numa.victims);
+      CHECK(numa_node_steal.remote == numa.remote);
       checked_plan(t, procs, Mode::flat, nugo::NumaPolicy::Steal::flat);  // flat mode: no effect
       // Ps are balanced over the nodes: sizes differ by at most one.
       std::size_t lo = procs, hi = 0;
@@ -129,6 +146,24 @@ TEST_CASE("domain plans on every reference and synthetic topology", "[numa]") {
       Plan automatic = checked_plan(t, procs, Mode::automatic);
       CHECK(automatic.mode == (cpu_nodes(t) > 1 ? Mode::numa : Mode::flat));
     }
+  }
+}
+
+TEST_CASE("steal orders on the Cluster-on-Die machine: two remote tiers, or one group", "[numa]") {
+  // Four nodes, 7 PUs each; from node 0 the die beside it is at 21, the other socket's two
+  // dies at 31 (topology/machines/README.md).
+  Topology t = Topology::load("xml:" + (fs::path(NUGO_MACHINES_DIR) / "xeon-2socket-cod-4node-28pu.xml").string());
+  REQUIRE(cpu_nodes(t) == 4);
+  Plan nearest = checked_plan(t, 28, Mode::numa);
+  Plan node = checked_plan(t, 28, Mode::numa, nugo::NumaPolicy::Steal::node);
+  for (std::size_t i = 0; i < nearest.domains.size(); ++i) {
+    REQUIRE(nearest.domains[i].ps.size() == 7);
+    REQUIRE(nearest.steal_groups[i].size() == 2);
+    CHECK(nearest.steal_groups[i][0].size() == 1);
+    CHECK(nearest.steal_groups[i][1].size() == 2);
+    REQUIRE(node.steal_groups[i].size() == 1);
+    CHECK(node.steal_groups[i][0].size() == 3);
+    CHECK(node.remote[i] == nearest.remote[i]);  // wake-ups still go nearest first
   }
 }
 
@@ -215,7 +250,7 @@ TEST_CASE("plans bind, home and classify as the configuration asks, on every top
           REQUIRE(plan.policy.adopt == numa);
           REQUIRE(plan.policy.remote_delay_ns == (numa ? 50'000 : 0));
           REQUIRE(plan.policy.go_on_queued == numa);
-          REQUIRE(plan.policy.steal_flat == numa);
+          REQUIRE((plan.policy.steal == nugo::NumaPolicy::Steal::flat) == numa);
           // ... and the statistics' words for it are the setting's (numa::setting).
           REQUIRE(to_string(nugo::numa::setting(plan.policy)) ==
                   (numa ? to_string(cfg.numa) : to_string(nugo::NumaPolicy{})));

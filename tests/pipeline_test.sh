@@ -11,6 +11,10 @@
 #                                          scripts/pipeline/ablation.py --quick: every arm places, or does
 #                                          not, as it says (the runtime's and the workload's
 #                                          counters), with the binding held equal
+#   tests/pipeline_test.sh hierarchy VBUILD WORK
+#                                          scripts/pipeline/hierarchy.py --quick in a virtual-time
+#                                          build: every arm and level runs the steal order,
+#                                          placement and model it names
 #   tests/pipeline_test.sh bad-input BUILD bad arguments exit with status 2 before anything runs
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +55,7 @@ case "${1:-}" in
     rm -rf "$work" && mkdir -p "$work" && cp -r "$root/tests/data/sample-results/." "$work/"
     $py "$root/scripts/pipeline/plot.py" "$work" || fail "plot.py failed"
     for f in scalability locality memory-speedup ablation penalty peers-compute peers-memory peers-communication \
-             micro preempt http timeline virtual virtual-speedup; do
+             micro preempt http timeline virtual virtual-speedup hierarchy; do
       size=$(stat -c %s "$work/figures/$f.png" 2>/dev/null || echo 0)
       [ "$size" -gt 10000 ] || fail "figure $f.png missing or trivial ($size bytes)"
     done
@@ -67,7 +71,8 @@ case "${1:-}" in
              StealsRemoteNumaTwentyFourNode LatencyRemoteFactorTwoNode LatencyRemoteBlocksFlat \
              AblationSpeedupPinned AblationUniformBoth AblationRemoteFlat AblationRemotePinned FibMovedFlat \
              PeerTbbCompute PeerOmpMemory PeerFiberCommunication PeerGoCompute PeerProcs \
-             VirtualSpeedupMemory VirtualSpeedupOther VirtualTargetsMet VirtualTargetsRows VirtualRuns; do
+             VirtualSpeedupMemory VirtualSpeedupOther VirtualTargetsMet VirtualTargetsRows VirtualRuns \
+             HierarchyDistanceOrderComparisons HierarchyNodeFirstGeomean HierarchyShippedSlower; do
       line=$(grep -F "{\\num$m}" "$work/generated/numbers.tex") || fail "\\num$m is not written"
       case "$line" in *"{n/a}"*) fail "\\num$m is n/a" ;; esac
     done
@@ -101,6 +106,7 @@ PY
     # citation in references.bib.
     $py "$root/scripts/check/paper_check.py" --numbers "$work/generated/numbers.tex" || fail "paper_check.py failed"
     grep -q '\\newcommand{\\tableVirtual}' "$work/generated/tables.tex" || fail "tables.tex has no virtual table"
+    grep -q '\\newcommand{\\tableHierarchy}' "$work/generated/tables.tex" || fail "tables.tex has no hierarchy table"
     grep -q '\\newcommand{\\tablePeers}' "$work/generated/tables.tex" || fail "tables.tex has no peers table"
     # results.md: the same numbers as Markdown, each figure it shows drawn, the tables in it.
     md=$work/generated/results.md
@@ -109,7 +115,7 @@ PY
     for f in $(grep -o '(../figures/[a-z-]*\.png)' "$md" | tr -d '()'); do
       [ -f "$work/generated/$f" ] || fail "results.md shows $f, which plot.py did not draw"
     done
-    [ "$(grep -c '^!\[' "$md")" -eq 14 ] || fail "results.md does not show the 14 figures"
+    [ "$(grep -c '^!\[' "$md")" -eq 15 ] || fail "results.md does not show the 15 figures (sensitivity is not in the sample)"
     # A run in which no experiment but an empty sweep ran still defines every macro the paper
     # uses (as n/a), so that the paper builds from any results directory.
     empty=$work/empty-run
@@ -218,6 +224,50 @@ assert seen == set(places), seen
 PY
     echo "ablation.py --quick: every arm places or not as it says, with the same binding"
     ;;
+  hierarchy)
+    build=$2 work=$3/hierarchy-quick
+    rm -rf "$work"
+    $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out "$work" --quick \
+      >"$work.log" 2>&1 || { tail -20 "$work.log" >&2; fail "hierarchy.py --quick failed"; }
+    [ -f "$work/hierarchy.md" ] && [ -f "$work/hierarchy.json" ] || fail "hierarchy.md or hierarchy.json missing"
+    grep -q "VIRTUAL time" "$work/hierarchy.md" || fail "hierarchy.md does not say its times are virtual"
+    # From the recorded rows: each arm ran the steal order and placement it names, each level
+    # the model it names, on the virtual clock; the steals by distance add up and fall in the
+    # machine's tiers; a pinned arm starts every worker at home, an unplaced one places none.
+    $py - "$work/results.csv" "$root/scripts" <<'PY' || fail "a hierarchy arm or level does not do what it says"
+import csv, sys
+sys.path.insert(0, sys.argv[2])
+from pipeline import hierarchy
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all(r["ok"] == "1" for r in rows), [r["error"] for r in rows if r["ok"] != "1"]
+assert {r["clock"] for r in rows} == {"virtual"} and {r["procs"] for r in rows} == {"28"}, rows[0]
+seen = set()
+for r in rows:
+    a, level = r["arm"], hierarchy.level_of(r)
+    seen.add((a, level))
+    if a == "flat":
+        assert r["mode"] == "flat" and r["numa_policy"] == "", r
+    else:
+        steal = hierarchy.STEALS[a.split("+")[0]]
+        placement = a.split("+")[1] if "+" in a else "pinned"  # unplaced: go_on is never called
+        assert f"steal={steal}," in r["numa_policy"] and f"go_on={placement}" in r["numa_policy"], (a, r["numa_policy"])
+    assert ("line=0ns,remote_line=0ns" in r["virtual_setting"]) == (level == "sched"), (level, r["virtual_setting"])
+    steals = {int(d): int(n) for d, n in (kv.split(":") for kv in r["steals_remote_by_distance"].split())}
+    moved = {int(d): int(n) for d, n in (kv.split(":") for kv in r["moved_remote_by_distance"].split())}
+    assert sum(steals.values()) == int(r["steals_remote"]) and set(steals) | set(moved) <= {21, 31}, r
+    if r["kind"] == "memory":
+        workers, placed, home = int(r["workers"]), int(r["placed"]), int(r["started_home"])
+        assert placed == (workers if "+" in a else 0), (a, placed, workers)
+        assert float(r["latency_penalty"]) == (hierarchy.MEASURED_PENALTY if level == "latency" else 1.0), r
+        if a.endswith("+pinned"):
+            assert home == workers, (a, home, workers)
+    else:
+        assert a in hierarchy.PLAIN_ARMS and level != "latency" and int(r["placed"]) == 0, (a, level)
+want = {(a, lv) for a in hierarchy.ARMS for lv in hierarchy.LEVELS}
+assert seen == want, want - seen
+PY
+    echo "hierarchy.py --quick: every arm and level runs what it names, on the virtual clock"
+    ;;
   peers)
     # sweep.py with the C++ peers: each runs the workloads it has a twin of, bound as nugo is,
     # with its settings on the row, and sweep.md sets nugo against each of them per kind.
@@ -300,11 +350,16 @@ PY
     expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --penalties 0.5 --dry-run
     expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --topology machine --dry-run
     expect_status 2 $py "$root/scripts/pipeline/ablation.py" --build-dir "$build" --out /tmp/never --only sieve --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out /tmp/never --dry-run  # not virtual
+    expect_status 2 $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out /tmp/never --arms flat,sideways --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out /tmp/never --arms node --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out /tmp/never --levels sched,psychic --dry-run
+    expect_status 2 $py "$root/scripts/pipeline/hierarchy.py" --build-dir "$build" --out /tmp/never --topology 2node --dry-run
     expect_status 2 "$build/experiments/nugo-workload" triad --placement somewhere
     expect_status 2 "$build/experiments/nugo-workload" triad --latency-penalty 0.9
     expect_status 2 "$build/experiments/nugo-workload" fib --latency-penalty 2  # no model: no penalty
     [ -e /tmp/never ] && fail "a refused run created its results directory"
     echo "bad input: status 2, nothing run"
     ;;
-  *) echo "usage: tests/pipeline_test.sh latency|plot|reproduce|ablation|bad-input ..." >&2; exit 2 ;;
+  *) echo "usage: tests/pipeline_test.sh latency|plot|reproduce|ablation|hierarchy|bad-input ..." >&2; exit 2 ;;
 esac

@@ -36,6 +36,7 @@ void plan_domains(const topo::Topology& t, NumaPolicy::Steal steal, Plan* plan) 
     plan->victims.push_back(all.ps);
     plan->domains.push_back(std::move(all));
     plan->remote.emplace_back();
+    plan->steal_groups.emplace_back();
     return;
   }
   // assign_ps orders Ps by p with the Ps of one node contiguous: a domain per node seen.
@@ -57,8 +58,14 @@ void plan_domains(const topo::Topology& t, NumaPolicy::Steal steal, Plan* plan) 
       const DomainPlan& o = plan->domains[other];
       if (o.node != self.node) by_distance[t.distance[self.node][o.node]].push_back(other);
     }
-    std::vector<std::vector<int>> tiers;
-    for (auto& [distance, group] : by_distance) tiers.push_back(std::move(group));
+    std::vector<std::vector<int>> tiers, all;
+    for (auto& [distance, group] : by_distance) {
+      if (all.empty()) all.emplace_back();
+      all.front().insert(all.front().end(), group.begin(), group.end());
+      tiers.push_back(std::move(group));
+    }
+    if (!all.empty()) std::sort(all.front().begin(), all.front().end());
+    plan->steal_groups.push_back(steal == NumaPolicy::Steal::node ? std::move(all) : tiers);
     plan->remote.push_back(std::move(tiers));
   }
   std::vector<int> every_p;
@@ -147,7 +154,7 @@ NumaPolicy setting(const Policy& policy) {
   out.adopt = policy.adopt;
   out.remote_delay = std::chrono::nanoseconds(policy.remote_delay_ns);
   out.remote_take = policy.remote_take;
-  out.steal = policy.steal_flat ? NumaPolicy::Steal::flat : NumaPolicy::Steal::nearest;
+  out.steal = policy.steal;
   out.go_on = policy.go_on_queued ? NumaPolicy::GoOn::queued : NumaPolicy::GoOn::pinned;
   return out;
 }
@@ -167,7 +174,7 @@ Plan make_plan(const topo::Topology& t, const Config& cfg) {
     plan.policy.adopt = cfg.numa.adopt;
     plan.policy.remote_delay_ns = cfg.numa.remote_delay.count();
     plan.policy.remote_take = cfg.numa.remote_take;
-    plan.policy.steal_flat = cfg.numa.steal == NumaPolicy::Steal::flat;
+    plan.policy.steal = cfg.numa.steal;
     plan.policy.go_on_queued = cfg.numa.go_on == NumaPolicy::GoOn::queued;
   }
   return plan;

@@ -32,7 +32,7 @@ struct Policy {
   bool adopt = false;
   std::int64_t remote_delay_ns = 0;
   NumaPolicy::Take remote_take = NumaPolicy::Take::half;
-  bool steal_flat = false;    // NumaPolicy::steal == flat: victims is every P
+  NumaPolicy::Steal steal = NumaPolicy::Steal::nearest;  // flat: victims is every P
   bool go_on_queued = false;  // NumaPolicy::go_on == queued: go_on queues on the node's global queue
 };
 
@@ -41,12 +41,17 @@ struct Plan {
   Mode mode = Mode::flat;  // never Mode::automatic: resolved against the topology
   std::vector<DomainPlan> domains;
   // remote[i]: the other domains, grouped by their distance from domain i, nearest group
-  // first. A thief visits the groups in this order and the domains of one group in a random
-  // order, so that no node is always robbed first. Empty in flat mode.
+  // first, whatever the policy: where a wake-up for domain i's work and an M looking for an
+  // idle P go when i has none. Empty in flat mode.
   std::vector<std::vector<std::vector<int>>> remote;
+  // steal_groups[i]: the groups in which domain i's thieves visit the other domains, the
+  // domains of one group in a random order (so that no node is always robbed first):
+  // remote[i], or with NumaPolicy::Steal::node one group of them all, distances ignored.
+  std::vector<std::vector<std::vector<int>>> steal_groups;
   // victims[i]: the Ps (ids, ascending) that domain i's thieves try in their first rounds,
-  // before any remote domain's queues: the domain's own Ps (NumaPolicy::Steal::nearest, and
-  // flat mode's one domain), or every P (Steal::flat: Go's stealing over per-node domains).
+  // before any remote domain's queues: the domain's own Ps (NumaPolicy::Steal::nearest and
+  // node, and flat mode's one domain), or every P (Steal::flat: Go's stealing over per-node
+  // domains).
   std::vector<std::vector<int>> victims;
 
   // Thread binding (Config::bind resolved: node in NUMA mode, none in flat mode unless asked
@@ -69,7 +74,8 @@ struct Plan {
   std::vector<int> node_of_cpu;
 
   // Statistics: the distinct distances of the topology's matrix, ascending, and for each pair
-  // of node indexes the position of theirs in that list (moved_remote_by_distance).
+  // of node indexes the position of theirs in that list (moved_remote_by_distance and
+  // steals_remote_by_distance).
   std::vector<int> distances;
   std::vector<std::vector<int>> distance_class;
 

@@ -46,8 +46,11 @@ away from home, of workers that began at home, goroutines placed and moved, idle
 scheduler's choices.)
 
 Profiles: --quick (tiny sizes, 1 repetition, penalties 1.0 and 2.0: the CI smoke), the default
-(small sizes, 10 repetitions, the 2-node Xeon at one P per node: the one configuration here with
-no more Ps than CPUs), --full (default sizes, 2node and 4node at one and two Ps per node).
+(small sizes, 10 repetitions, penalties 1.0, 1.74 and 3.0, the 2-node Xeon at one P per node: the
+one configuration here with no more Ps than CPUs), --full (default sizes, 2node and 4node at one
+and two Ps per node, penalties 1.0 to 3.0). With one P per node there is no same-node victim and
+a single remote node: where the hierarchy can act, many Ps per node and tiered distances, is
+hierarchy.py's trial, in virtual time.
 
 Writes DIR/results.csv (sweep.py's columns, one row per run), DIR/ablation.json (settings,
 commands, medians with 95% bootstrap intervals), DIR/ablation.md (the tables) and DIR/logs/.
@@ -64,6 +67,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
 from pipeline import explib  # noqa: E402
+from pipeline import inference  # noqa: E402
 from pipeline import sweep  # noqa: E402
 
 PROG = "ablation.py"
@@ -84,7 +88,10 @@ MEMORY = ["triad", "stencil", "histogram", "triad_skew", "spmv"]
 COMPUTE = ["fib"]
 COMPUTE_ARMS = ("flat", "neither", "hierarchy")
 WORKLOADS = MEMORY + COMPUTE
-PENALTIES = [1.0, 1.3, 1.6, 1.74, 2.0, 3.0]
+# The default profile's penalties: uniform memory, the measured ratio and a far one; --full
+# fills the range between.
+PENALTIES = [1.0, 1.74, 3.0]
+PENALTIES_FULL = [1.0, 1.3, 1.6, 1.74, 2.0, 3.0]
 MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake (Intel MLC)
 
 
@@ -94,7 +101,7 @@ def main() -> int:
     p.add_argument("--only", help=f"workloads, comma-separated (default: {','.join(WORKLOADS)})")
     p.add_argument("--arms", help=f"arms, comma-separated (default: {','.join(ARMS)})")
     p.add_argument("--penalties", help="remote/local ratios, comma-separated (default: "
-                   + ",".join(map(str, PENALTIES)) + ")")
+                   + ",".join(map(str, PENALTIES)) + "; --full: " + ",".join(map(str, PENALTIES_FULL)) + ")")
     p.add_argument("--topology", help="emulated topologies, comma-separated (default 2node; see sweep.py)")
     p.add_argument("--procs", help="P counts, comma-separated (default: one per node)")
     p.add_argument("--bind", default="pu", help="binding, the same in every arm (default pu)")
@@ -123,7 +130,7 @@ def main() -> int:
             return explib.bad_input(PROG, f"--arms: unknown arm '{a}' (known: {', '.join(ARMS)})")
     try:
         penalties = [float(x) for x in sweep.parse_list(args.penalties)] if args.penalties else \
-            ([1.0, 2.0] if args.quick else PENALTIES)
+            ([1.0, 2.0] if args.quick else PENALTIES_FULL if args.full else PENALTIES)
     except ValueError:
         return explib.bad_input(PROG, f"--penalties {args.penalties}: not a list of numbers")
     for r in penalties:
@@ -290,6 +297,12 @@ def summarize(rows: list[dict]) -> dict:
                                      explib.fmt(m["steals"]), explib.fmt(m["moved_remote"]), idle])
         counter_headers = ["workload", "arm", "blocks away from home", "workers started home", "placed", "steals",
                            "goroutines moved across nodes", "idle ms by node"]
+        # Each arm against flat, by the ratio of medians with its interval and a permutation
+        # test, Holm-corrected over this configuration's table (pipeline/inference.py).
+        times = {k[2:]: [float(r["seconds"]) for r in v] for k, v in groups.items() if k[:2] == (t, n)}
+        family = {(w, a, r): inference.compare(times[(w, "flat", r)], times[(w, a, r)])
+                  for (w, a, r) in times if a != "flat" and (w, "flat", r) in times}
+        inference.judge(family)
         time_rows = []
         for w in ws:
             if w not in MEMORY:
@@ -297,13 +310,8 @@ def summarize(rows: list[dict]) -> dict:
             flat = {r: spreads.get((t, n, w, "flat", r)) for r in penalties}
             time_rows.append([w, "flat s"] + [flat[r].with_ci() if flat[r] else "-" for r in penalties])
             for a in arms:
-                if a == "flat":
-                    continue
-                cells = []
-                for r in penalties:
-                    s = spreads.get((t, n, w, a, r))
-                    cells.append(sweep.ratio_cell(flat[r], s, False) if s and flat[r] else "-")
-                time_rows.append([w, f"flat/{a}"] + cells)
+                if a != "flat":
+                    time_rows.append([w, f"flat/{a}"] + [ratio_text(family.get((w, a, r))) for r in penalties])
         time_headers = ["workload", "", *[f"x{r:g}" for r in penalties]]
         compute_rows = []
         for w in ws:
@@ -312,9 +320,8 @@ def summarize(rows: list[dict]) -> dict:
             flat = spreads.get((t, n, w, "flat", 0.0))
             compute_rows.append([w, "flat s", flat.with_ci() if flat else "-"])
             for a in arms:
-                s_ = spreads.get((t, n, w, a, 0.0))
-                if a != "flat" and s_:
-                    compute_rows.append([w, f"flat/{a}", sweep.ratio_cell(flat, s_, False) if flat else "-"])
+                if a != "flat" and (w, a, 0.0) in family:
+                    compute_rows.append([w, f"flat/{a}", ratio_text(family[(w, a, 0.0)])])
         counters_note = (f"Medians over the repetitions at penalty {base:g}, per run: blocks worked on a node other "
                          "than their data's, workers whose first block ran at home, goroutines the runtime placed "
                          "(NUMA mode's go_on) over the workers, goroutines moved across nodes (steals and remote "
@@ -324,9 +331,11 @@ def summarize(rows: list[dict]) -> dict:
                          "it the scheduler's choices (flat mode's blocks away from home fall as the "
                          "penalty grows).")
         time_note = ("Seconds: median (95% bootstrap interval) of the kernel time of the flat arm; below it each arm's "
-                     "speedup over flat (flat time / arm time; > 1: the arm is faster); '~': the two intervals "
-                     "overlap, no difference shown. Columns: the model's remote/local penalty. EMULATED topology, "
-                     "EMULATED memory latency: every speedup is a projection under the model, not a measurement.")
+                     "speedup over flat (flat median / arm median, > 1: the arm is faster) with the bootstrap 95% "
+                     "interval of that ratio; '*': a difference that stands after Holm's correction over this "
+                     "configuration's comparisons (pipeline/inference.py), '~': none shown. Columns: the model's "
+                     "remote/local penalty. EMULATED topology, EMULATED memory latency: every speedup is a "
+                     "projection under the model, not a measurement.")
         for out, fmt in ((text, False), (md, True)):
             out.append(("## " if fmt else "") + title + "\n")
             out.append(("### " if fmt else "") + f"Where the work ran (counts, at penalty {base:g})\n")
@@ -337,8 +346,16 @@ def summarize(rows: list[dict]) -> dict:
                 out.append(("### " if fmt else "") + "Fork-join on uniform memory (no model)\n")
                 out.append(explib.table(compute_rows, ["workload", "", "uniform"], markdown=fmt) + "\n\n"
                            "Kernel seconds of the flat arm, median (95% bootstrap interval), and each arm's speedup "
-                           "over it; '~': no difference shown. EMULATED topology: scheduling only.\n")
+                           "over it with its interval ('*', '~': as above). EMULATED topology: scheduling only.\n")
     return {"medians": medians, "text": "\n".join(text), "markdown": "\n".join(md)}
+
+
+def ratio_text(c: inference.Comparison | None) -> str:
+    """A ratio with its interval: '*' after it when it differs (Holm), '~' before it when not."""
+    if c is None:
+        return "-"
+    text = f"{explib.fmt(c.ratio)} [{explib.fmt(c.lo)}, {explib.fmt(c.hi)}]"
+    return text + "*" if c.differs else "~" + text
 
 
 def pct(x: float | None) -> str:

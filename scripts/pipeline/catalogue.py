@@ -36,6 +36,17 @@ VIRTUAL = {
     "v4x24": Machine("v4x24", "xeon-4socket-4node-96pu.xml", virtual=True),
     "v24x16": Machine("v24x16", "em64t-24node-384pu.xml", virtual=True),
 }
+# The hierarchy's trial (hierarchy.py): the ablation's arms in virtual time at one P per PU, on
+# machines whose nodes have many Ps each, two of them with more than one remote tier: the
+# Cluster-on-Die Xeon (4 nodes of 7, remote 21 and 31) and the em64t (24 nodes of 16, remote
+# 50, 65 and 79). HIERARCHY_DEFAULT is the default profile's; --full runs them all.
+HIERARCHY = {
+    "v4x7": Machine("v4x7", "xeon-2socket-cod-4node-28pu.xml", virtual=True),
+    **VIRTUAL,
+}
+HIERARCHY_DEFAULT = ("v4x7", "v4x24", "v24x16")
+# Every machine the pipeline may run in virtual time, by name.
+VIRTUAL_MACHINES = VIRTUAL | HIERARCHY
 # The locality runs of numa.py: two Ps per node, so that a node's Ps can rob each other before
 # anyone robs across nodes: (machine file, NUGO_PROCS).
 LOCALITY = [("xeon-2socket-2node-24pu.xml", 4), ("xeon-4socket-4node-96pu.xml", 8)]

@@ -28,15 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
 from pipeline import explib, results_md  # noqa: E402
-from pipeline.figures import (ablation, http, locality, memory_speedup, micro, peers, preempt,  # noqa: E402
-                              scalability, sensitivity, sweep_numbers, tracer, virtual_set,
+from pipeline.figures import (ablation, hierarchy, http, locality, memory_speedup, micro, peers,  # noqa: E402
+                              preempt, scalability, sensitivity, sweep_numbers, tracer, virtual_set,
                               virtual_validation)
 from pipeline.figures.common import Run, plt  # noqa: E402
 
 PROG = "plot.py"
 # In the order they are drawn (ablation before the peers, as the paper reads them).
 FIGURES = (scalability, locality, memory_speedup, ablation, peers, micro, preempt, http, tracer,
-           virtual_set, virtual_validation, sensitivity, sweep_numbers)
+           virtual_set, virtual_validation, sensitivity, hierarchy, sweep_numbers)
 
 
 def main() -> int:

@@ -36,6 +36,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("Virtual time: NUMA against flat on machines we do not have", ("Virtual",), ("virtual",)),
     ("Virtual time against real time", ("Validation",), ("virtual-speedup",)),
     ("Virtual time's verdicts against its constants", ("Sensitivity",), ("sensitivity",)),
+    ("The stealing hierarchy on trial (virtual time)", ("Hierarchy",), ("hierarchy",)),
 )
 
 NEWCOMMAND = re.compile(r"^\\newcommand\{\\(num|caption|has|table)([A-Za-z]+)\}\{(.*)\}(?:\s+%\s*(.*))?$")

@@ -106,7 +106,7 @@ from pipeline import explib  # noqa: E402
 PROG = "sweep.py"
 MAX_PROCS = 1024  # nugo::Config::kMaxProcs
 NAMED_TOPOLOGIES = catalogue.EMULATED
-VIRTUAL_TOPOLOGIES = catalogue.VIRTUAL
+VIRTUAL_TOPOLOGIES = catalogue.VIRTUAL_MACHINES  # by name; "virtual" is catalogue.VIRTUAL, the sweep's set
 LOCALITY_TARGETS = catalogue.LOCALITY_TARGETS
 # P counts per profile on an emulated topology of N nodes (Ps beyond this machine's CPUs are
 # oversubscribed threads: the decisions are the scheduler's, the timings only indicative).
@@ -130,8 +130,9 @@ COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated"
            "latency_model", "latency_penalty", "block_ns", "blocks", "remote_blocks",
            "arm", "placement", "numa_policy", "workers", "started_home", "pages_checked", "pages_on_node"] + \
           STATS_COUNTERS + \
-          ["moved_remote_by_distance",  # "distance:count ..." (space-separated)
+          ["moved_remote_by_distance", "steals_remote_by_distance",  # "distance:count ..." (space-separated)
            "idle_ns_by_node",  # "node:ns ..." (the OS's node numbers)
+           "procs_used",  # Ps that ran at least one goroutine (a short run may end before all start)
            "node_loads", "node_load_misses", "llc_load_misses", "perf_note",
            # the clock the run's times are on: real, or virtual (the virtual set); and virtual
            # time's cost model: the runtime's charges (steal, queue, migrate, wake) and the
@@ -240,8 +241,8 @@ def resolve_topology(build: Path, name: str) -> Topo:
         spec, procs, timing = name, None, True
     else:
         raise explib.Failed(f"--topology: unknown topology '{name}' "
-                            "(machine, 2node, 4node, 24node, virtual, v2x16, v4x24, v24x16, xml:PATH "
-                            "or synthetic:DESC)")
+                            f"(machine, {', '.join(NAMED_TOPOLOGIES)}, virtual, {', '.join(VIRTUAL_TOPOLOGIES)}, "
+                            "xml:PATH or synthetic:DESC)")
     return Topo(name, spec, True, describe_topology(build, spec), procs, timing)
 
 
@@ -561,7 +562,7 @@ def main() -> int:
         names = parse_list(args.topology)
         if names is None:
             names = ["machine"] + (["2node", "4node", "24node"] if machine.nodes == 1 else [])
-        names = [v for n in names for v in (VIRTUAL_TOPOLOGIES if n == "virtual" else [n])]
+        names = [v for n in names for v in (catalogue.VIRTUAL if n == "virtual" else [n])]
         topologies = [machine if n == "machine" else resolve_topology(build, n) for n in names]
         vexe = None
         if any(t.virtual for t in topologies):
@@ -847,9 +848,10 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
                 row["error"] = f"asked NUGO_BIND={b}, the runtime bound {stats['bind']}"
                 return row
             row |= {k: totals[k] for k in STATS_COUNTERS}
-            row["moved_remote_by_distance"] = " ".join(
-                f"{d}:{c}" for d, c in sorted(totals["moved_remote_by_distance"].items(), key=lambda x: int(x[0])))
+            for key in ("moved_remote_by_distance", "steals_remote_by_distance"):
+                row[key] = " ".join(f"{d}:{c}" for d, c in sorted(totals[key].items(), key=lambda x: int(x[0])))
             row["idle_ns_by_node"] = " ".join(f"{nd['node']}:{nd['idle_ns']}" for nd in stats["nodes"])
+            row["procs_used"] = sum(1 for pp in stats["ps"] if pp["runs"] > 0)
             clock = stats.get("clock", {"kind": "real"})
             if (clock["kind"] == "virtual") != virtual:
                 row["error"] = f"ran on the {clock['kind']} clock, not the {row['clock']} one"

@@ -64,11 +64,15 @@ struct NumaPolicy {
   // as in Go, or back to its home node, to run there next (its pinned queue, which no other
   // node's thief takes). Key ready=waker|home.
   enum class Ready { waker, home };
-  // Which Ps a thief tries in its four rounds before any other node: its own node's (the
-  // hierarchy), or every P of every node, as Go's thieves do (remote runnexts included, in
-  // the last round). Other nodes' global queues and timers come after either. Key
-  // steal=nearest|flat. For the ablation that separates placement from stealing.
-  enum class Steal { nearest, flat };
+  // Which Ps a thief tries in its four rounds before any other node, and in what order it
+  // visits the other nodes after them. nearest: its own node's Ps, then the other nodes
+  // grouped by distance, nearest group first (the full hierarchy). node: its own node's Ps,
+  // then every other node as one group, in random order (the hierarchy without distance).
+  // flat: every P of every node, as Go's thieves do (remote runnexts included, in the last
+  // round), then the other nodes by distance. Other nodes' global queues and timers come
+  // after the rounds in every case. Key steal=nearest|node|flat. For the ablation that
+  // separates placement, the node-first rule and the distance order.
+  enum class Steal { nearest, node, flat };
   // Where go_on puts a goroutine: its node's pinned queue, which only that node's Ps take
   // from (it starts there, always), or its node's global queue, from which another node's
   // thief may take it as from any global queue (it starts there unless another node is idle

@@ -40,8 +40,10 @@ struct Counters {
                                          // one of moved_remote once its node takes it (a
                                          // placement, not a migration)
   std::int64_t idle_ns = 0;              // time on the idle P list
-  // moved_remote split by the distance (distance-matrix value) between the two nodes.
+  // moved_remote and steals_remote split by the distance (distance-matrix value) between
+  // the two nodes.
   std::map<int, std::uint64_t> moved_remote_by_distance;
+  std::map<int, std::uint64_t> steals_remote_by_distance;
 
   Counters& operator+=(const Counters& o);
 };

@@ -179,14 +179,16 @@ void parse_numa(const char* v, Config& cfg) {
       n.ready = value == "home" ? NumaPolicy::Ready::home : NumaPolicy::Ready::waker;
     else if (key == "adopt" && (value == "0" || value == "1"))
       n.adopt = value == "1";
-    else if (key == "steal" && (value == "nearest" || value == "flat"))
-      n.steal = value == "flat" ? NumaPolicy::Steal::flat : NumaPolicy::Steal::nearest;
+    else if (key == "steal" && (value == "nearest" || value == "node" || value == "flat"))
+      n.steal = value == "flat"   ? NumaPolicy::Steal::flat
+                : value == "node" ? NumaPolicy::Steal::node
+                                  : NumaPolicy::Steal::nearest;
     else if (key == "go_on" && (value == "pinned" || value == "queued"))
       n.go_on = value == "queued" ? NumaPolicy::GoOn::queued : NumaPolicy::GoOn::pinned;
     else
       bad("NUGO_NUMA", v,
           "unknown setting '" + item + "' (known: remote_delay=DURATION up to 100ms, "
-          "remote_take=1|quarter|half, ready=waker|home, adopt=0|1, steal=nearest|flat, "
+          "remote_take=1|quarter|half, ready=waker|home, adopt=0|1, steal=nearest|node|flat, "
           "go_on=pinned|queued)");
   });
 }
@@ -279,7 +281,10 @@ std::string to_string(const NumaPolicy& p) {
           : p.remote_take == NumaPolicy::Take::quarter ? "quarter"
                                                        : "half") +
          ",ready=" + (p.ready == NumaPolicy::Ready::home ? "home" : "waker") + ",adopt=" + (p.adopt ? "1" : "0") +
-         ",steal=" + (p.steal == NumaPolicy::Steal::flat ? "flat" : "nearest") +
+         ",steal=" +
+         (p.steal == NumaPolicy::Steal::flat   ? "flat"
+          : p.steal == NumaPolicy::Steal::node ? "node"
+                                               : "nearest") +
          ",go_on=" + (p.go_on == NumaPolicy::GoOn::queued ? "queued" : "pinned");
 }
 
@@ -421,9 +426,10 @@ void Config::validate() const {
   if (numa.ready != NumaPolicy::Ready::waker && numa.ready != NumaPolicy::Ready::home)
     throw ConfigError("Config::numa.ready=" + std::to_string(static_cast<int>(numa.ready)) +
                       ": expected Ready::waker or Ready::home");
-  if (numa.steal != NumaPolicy::Steal::nearest && numa.steal != NumaPolicy::Steal::flat)
+  if (numa.steal != NumaPolicy::Steal::nearest && numa.steal != NumaPolicy::Steal::node &&
+      numa.steal != NumaPolicy::Steal::flat)
     throw ConfigError("Config::numa.steal=" + std::to_string(static_cast<int>(numa.steal)) +
-                      ": expected Steal::nearest or Steal::flat");
+                      ": expected Steal::nearest, Steal::node or Steal::flat");
   if (numa.go_on != NumaPolicy::GoOn::pinned && numa.go_on != NumaPolicy::GoOn::queued)
     throw ConfigError("Config::numa.go_on=" + std::to_string(static_cast<int>(numa.go_on)) +
                       ": expected GoOn::pinned or GoOn::queued");

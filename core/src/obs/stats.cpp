@@ -15,6 +15,7 @@ Counters& Counters::operator+=(const Counters& o) {
   runs_home += o.runs_home;
   idle_ns += o.idle_ns;
   for (auto [distance, n] : o.moved_remote_by_distance) moved_remote_by_distance[distance] += n;
+  for (auto [distance, n] : o.steals_remote_by_distance) steals_remote_by_distance[distance] += n;
   return *this;
 }
 
@@ -81,9 +82,12 @@ Stats snapshot(const RunView& s) {
     p.runs_home = p.runs - p.runs_away;
     p.idle_ns = c.idle_ns.load(rlx);
     if (std::int64_t since = c.idle_since.load(rlx); since != 0 && now > since) p.idle_ns += now - since;
-    for (std::size_t k = 0; k < s.distances.size(); ++k)
+    for (std::size_t k = 0; k < s.distances.size(); ++k) {
       if (std::uint64_t n = c.moved_remote_by_distance[k].load(rlx))
         p.moved_remote_by_distance[s.distances[k]] = n;
+      if (std::uint64_t n = c.steals_remote_by_distance[k].load(rlx))
+        p.steals_remote_by_distance[s.distances[k]] = n;
+    }
     // Nodes in order of their number; a node's Ps are contiguous only in NUMA mode.
     auto it = out.nodes.begin();
     while (it != out.nodes.end() && it->node < p.node) ++it;
@@ -115,14 +119,20 @@ void append_counters(std::string& j, const Counters& c) {
     if (k.total == &Counters::runs) j += "\"runs_home\": " + std::to_string(c.runs_home) + ", ";
   }
   j += "\"idle_ns\": " + std::to_string(c.idle_ns) + ", ";
-  j += "\"moved_remote_by_distance\": {";
-  bool first = true;
-  for (auto [distance, n] : c.moved_remote_by_distance) {
-    if (!first) j += ", ";
-    first = false;
-    j += '"' + std::to_string(distance) + "\": " + std::to_string(n);
+  const std::pair<const char*, const std::map<int, std::uint64_t>*> by_distance[] = {
+      {"moved_remote_by_distance", &c.moved_remote_by_distance},
+      {"steals_remote_by_distance", &c.steals_remote_by_distance}};
+  for (const auto& [name, counts] : by_distance) {
+    if (name != by_distance[0].first) j += ", ";
+    j += '"' + std::string(name) + "\": {";
+    bool first = true;
+    for (auto [distance, n] : *counts) {
+      if (!first) j += ", ";
+      first = false;
+      j += '"' + std::to_string(distance) + "\": " + std::to_string(n);
+    }
+    j += '}';
   }
-  j += '}';
 }
 
 std::string json_string(const std::string& s) {

@@ -23,8 +23,10 @@ struct PCounters {
       globrunq_remote{0}, wakeups_cross_node{0}, preemptions{0}, placed{0}, placed_remote{0};
   std::atomic<std::int64_t> idle_ns{0};
   std::atomic<std::int64_t> idle_since{0};  // on the idle list since (0: not idle)
-  // moved_remote by distance class (numa::Plan::distance_class), sized at runtime start.
+  // moved_remote and steals_remote by distance class (numa::Plan::distance_class), sized at
+  // runtime start.
   std::unique_ptr<Counter[]> moved_remote_by_distance;
+  std::unique_ptr<Counter[]> steals_remote_by_distance;
 };
 
 // The counting keys, in the order of the JSON, each with its member in Counters (public) and

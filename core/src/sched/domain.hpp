@@ -122,9 +122,14 @@ struct Domain {
   std::vector<P*> victims;
   StealOrder steal_order;
   StealOrder ps_order;
-  // The other domains by distance, nearest group first (numa::Plan::remote): where this
-  // domain's thieves look once their own domain has nothing. Empty in flat mode. Read-only.
+  // The other domains by distance, nearest group first (numa::Plan::remote): where a wake-up
+  // for this domain's work and an M of it looking for an idle P go. Empty in flat mode.
+  // Read-only.
   std::vector<std::vector<Domain*>> remote;
+  // The groups in which this domain's thieves visit the others once their own domain has
+  // nothing (numa::Plan::steal_groups: remote's, or one group with NUGO_NUMA steal=node).
+  // Read-only.
+  std::vector<std::vector<Domain*>> steal_groups;
   // The unused part of this domain's current slab of G descriptors (Sched::new_gchunk; under
   // Sched::glock).
   G* gslab_next = nullptr;

@@ -415,7 +415,8 @@ void wakep(Domain* d) {
     // a runnext (the common go() and goready()) is the running P's next, and waking a remote
     // M for it would cost a futex wake per go() for nothing. Flat mode has no remote domains.
     // (With steal=flat a remote thief takes a runnext too, as in Go: wake it for any work.)
-    if (!d->remote.empty() && (sched->plan.policy.steal_flat || remote_stealable(d))) wakep_nearest_idle(d);
+    if (!d->remote.empty() && (sched->plan.policy.steal == NumaPolicy::Steal::flat || remote_stealable(d)))
+      wakep_nearest_idle(d);
     return;
   }
   wake_spinner(d, false);

@@ -108,14 +108,23 @@ Sched::Sched(const Config& c, topo::Topology t)
     }
     domains.push_back(std::move(d));
   }
-  for (auto& pp : allp)  // statistics: moved_remote by distance class
+  for (auto& pp : allp) {  // statistics: moved_remote and steals_remote by distance class
     pp->stats.moved_remote_by_distance = std::make_unique<PCounters::Counter[]>(plan.distances.size());
-  for (std::size_t i = 0; i < domains.size(); ++i)
-    for (const std::vector<int>& tier : plan.remote[i]) {
+    pp->stats.steals_remote_by_distance = std::make_unique<PCounters::Counter[]>(plan.distances.size());
+  }
+  const auto domain_groups = [this](const std::vector<std::vector<int>>& tiers) {
+    std::vector<std::vector<Domain*>> out;
+    for (const std::vector<int>& tier : tiers) {
       std::vector<Domain*> group;
       for (int other : tier) group.push_back(domains[other].get());
-      domains[i]->remote.push_back(std::move(group));
+      out.push_back(std::move(group));
     }
+    return out;
+  };
+  for (std::size_t i = 0; i < domains.size(); ++i) {
+    domains[i]->remote = domain_groups(plan.remote[i]);
+    domains[i]->steal_groups = domain_groups(plan.steal_groups[i]);
+  }
 }
 
 Sched::~Sched() {

@@ -2,9 +2,9 @@
 // rounds over the Ps of the thief's own domain in a random order, taking half of a victim's
 // run queue (runqsteal, runq.cpp); the last round may also take a victim's runnext and runs
 // the victims' due timers. Only when the own domain has nothing, and once the thief has found
-// nothing for NumaPolicy::remote_delay: the other domains, nearest group first
-// (Domain::remote, planned in numa/), each one's global queue, then its Ps, taking what
-// NumaPolicy::remote_take says.
+// nothing for NumaPolicy::remote_delay: the other domains, nearest group first, or with
+// steal=node all in one group (Domain::steal_groups, planned in numa/), each one's global
+// queue, then its Ps, taking what NumaPolicy::remote_take says.
 #include "costs.hpp"  // virtual time's cost model
 #include "proc.hpp"
 #include "timer.hpp"
@@ -35,6 +35,7 @@ void count_steal(P* pp, const P* victim, std::uint32_t t, const G* gp) {
     bump(pp->stats.moved_same_node, n);
   } else {
     bump(pp->stats.steals_remote);
+    bump(pp->stats.steals_remote_by_distance[sched->plan.distance_class[pp->node][victim->node]]);
     count_moved_remote(pp, victim->node, n);
   }
 }
@@ -57,8 +58,9 @@ int remote_batch(int size) {
   return std::max(1, size / 2);
 }
 
-// The other domains, nearest group first, the domains of a group from a random one on (ties
-// in distance must not always rob the same node first). From each: a batch of its global
+// The other domains by Domain::steal_groups (nearest group first; one group with steal=node),
+// the domains of a group from a random one on (ties in distance must not always rob the same
+// node first). From each: a batch of its global
 // queue, then part of one of its Ps' run queues, never a runnext (a remote victim's next G
 // is most likely its own hand-off), and nothing from a node whose own spinner is on its way. Their due timers run here too, so the timers of a node
 // whose Ps are all idle fire when a thief from another node passes.
@@ -74,7 +76,7 @@ G* steal_remote(M* m, P* pp, std::int64_t now) {
     may_rob = now - pp->nowork_since >= sched->plan.policy.remote_delay_ns;
   }
   int adopt_node = sched->plan.policy.adopt ? pp->node : -1;
-  for (const std::vector<Domain*>& group : pp->domain->remote) {
+  for (const std::vector<Domain*>& group : pp->domain->steal_groups) {
     std::size_t first = m->rand() % group.size();
     for (std::size_t k = 0; k < group.size(); ++k) {
       if (sched->stopping.load(rlx)) return nullptr;

@@ -4,7 +4,6 @@ MACROS names every macro this module writes (\\num<name> in the paper), each lit
 so that grep finds where a number comes from; Run.number refuses any other."""
 from __future__ import annotations
 
-import json
 
 from pipeline.figures.common import Run, PUBLISHED_REMOTE_LATENCY, tex
 
