@@ -311,7 +311,7 @@ def summarize(rows: list[dict]) -> dict:
             time_rows.append([w, "flat s"] + [flat[r].with_ci() if flat[r] else "-" for r in penalties])
             for a in arms:
                 if a != "flat":
-                    time_rows.append([w, f"flat/{a}"] + [ratio_text(family.get((w, a, r))) for r in penalties])
+                    time_rows.append([w, f"flat/{a}"] + [inference.cell(family.get((w, a, r))) for r in penalties])
         time_headers = ["workload", "", *[f"x{r:g}" for r in penalties]]
         compute_rows = []
         for w in ws:
@@ -321,7 +321,7 @@ def summarize(rows: list[dict]) -> dict:
             compute_rows.append([w, "flat s", flat.with_ci() if flat else "-"])
             for a in arms:
                 if a != "flat" and (w, a, 0.0) in family:
-                    compute_rows.append([w, f"flat/{a}", ratio_text(family[(w, a, 0.0)])])
+                    compute_rows.append([w, f"flat/{a}", inference.cell(family[(w, a, 0.0)])])
         counters_note = (f"Medians over the repetitions at penalty {base:g}, per run: blocks worked on a node other "
                          "than their data's, workers whose first block ran at home, goroutines the runtime placed "
                          "(NUMA mode's go_on) over the workers, goroutines moved across nodes (steals and remote "
@@ -348,14 +348,6 @@ def summarize(rows: list[dict]) -> dict:
                            "Kernel seconds of the flat arm, median (95% bootstrap interval), and each arm's speedup "
                            "over it with its interval ('*', '~': as above). EMULATED topology: scheduling only.\n")
     return {"medians": medians, "text": "\n".join(text), "markdown": "\n".join(md)}
-
-
-def ratio_text(c: inference.Comparison | None) -> str:
-    """A ratio with its interval: '*' after it when it differs (Holm), '~' before it when not."""
-    if c is None:
-        return "-"
-    text = f"{explib.fmt(c.ratio)} [{explib.fmt(c.lo)}, {explib.fmt(c.hi)}]"
-    return text + "*" if c.differs else "~" + text
 
 
 def pct(x: float | None) -> str:

@@ -76,6 +76,16 @@ def compare(a: list[float], b: list[float], seed: int = SEED) -> Comparison:
     return Comparison(ratio, lo, hi, p, len(x), len(y), differs=p <= ALPHA)
 
 
+def cell(c: Comparison | None, oversubscribed: bool = False) -> str:
+    """A ratio as a table cell, with its interval: '*' after it when it differs (once judged),
+    '~' before it when not, "(oversubscribed)" after it for runs with more Ps than CPUs."""
+    if c is None:
+        return "-"
+    text = f"{c.ratio:.3g} [{c.lo:.3g}, {c.hi:.3g}]"
+    text = text + "*" if c.differs else "~" + text
+    return text + (" (oversubscribed)" if oversubscribed else "")
+
+
 def holm(ps: list[float], alpha: float = ALPHA) -> list[bool]:
     """Holm's step-down rejections for a family's p-values, in their order."""
     order = sorted(range(len(ps)), key=lambda i: ps[i])

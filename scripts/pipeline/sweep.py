@@ -102,6 +102,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
 from pipeline import catalogue  # noqa: E402
 from pipeline import explib  # noqa: E402
+from pipeline import inference  # noqa: E402
 
 PROG = "sweep.py"
 MAX_PROCS = 1024  # nugo::Config::kMaxProcs
@@ -871,21 +872,11 @@ def one_run(build, exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep, size, 
     return row
 
 
-def ratio_cell(num: explib.Spread | None, den: explib.Spread | None, oversubscribed: bool) -> str:
-    """num / den as a table cell: "~" before it when the two medians' intervals overlap (no
-    difference), "(oversubscribed)" after it when the runs had more Ps than CPUs."""
-    if not num or not den:
-        return "-"
-    cell = explib.fmt(num.median / den.median)
-    if not num.differs(den):
-        cell = "~" + cell
-    return cell + (" (oversubscribed)" if oversubscribed else "")
-
-
 PEERS_NOTE = (
     "Each runtime's median seconds (95% bootstrap confidence interval) and nugo's time over it, "
-    "flat/X, with the interval of the ratio from the ends of the two intervals: above 1, X is "
-    "faster; '~': the two medians' intervals overlap, no difference. nugo's rows are flat mode "
+    "flat/X, with the bootstrap 95% interval of the ratio: above 1, X is faster; '*': a difference "
+    "that stands after Holm's correction within the table (pipeline/inference.py), '~': none "
+    "shown. nugo's rows are flat mode "
     "(on one node NUMA mode is the same run). The C++ peers are bound as nugo is (bind); Go binds "
     "nothing. A runtime without a twin of a workload shows '-'. Oversubscribed P counts are left "
     "out. Twins and their departures: experiments/baselines/README.md, \"The peers\".")
@@ -896,9 +887,11 @@ def median_spread(m: dict | None) -> explib.Spread | None:
     return m and explib.Spread(m["seconds_median"], m["seconds_min"], m["seconds_max"], m["n"], *m["seconds_ci95"])
 
 
-def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], list[list]]]:
+def peers_tables(rows: list[dict], by_key: dict, groups: dict) -> list[tuple[str, list[str], list[list]]]:
     """Per workload kind: nugo (flat) against every other runtime that ran on `machine`, at each
-    P count that is not oversubscribed, as times and time ratios with intervals."""
+    P count that is not oversubscribed, as times and time ratios with intervals (the ratio's own,
+    Holm-corrected within the kind's table: pipeline/inference.py). groups: summarize()'s
+    seconds by key."""
     others = [m for m in ("go", GO_PER_NODE, *PEERS) if any(k[3] == m for k in by_key)]
     if not any(m in PEERS for m in others):
         return []
@@ -912,18 +905,17 @@ def peers_tables(rows: list[dict], by_key: dict) -> list[tuple[str, list[str], l
 
     tables = []
     for kind in ("compute", "memory", "communication"):
+        def key(w, n, b, m):
+            return ("machine", w, n, m, {"go": "none", GO_PER_NODE: "node"}.get(m, b))
+        family = {(w, n, b, m): inference.compare(groups[key(w, n, b, "flat")], groups[key(w, n, b, m)])
+                  for w, n, b in kinds.get(kind, ()) for m in others
+                  if key(w, n, b, "flat") in groups and key(w, n, b, m) in groups}
+        inference.judge(family)
         body = []
         for w, n, b in sorted(kinds.get(kind, ())):
             flat = spread(("machine", w, n, "flat", b))
-            cells, ratios = [], []
-            for m in others:
-                x = spread(("machine", w, n, m, {"go": "none", GO_PER_NODE: "node"}.get(m, b)))
-                cells.append(x.with_ci() if x else "-")
-                if flat and x:
-                    r, lo, hi = explib.ratio_interval(flat, x)
-                    ratios.append(("" if flat.differs(x) else "~") + f"{explib.fmt(r)} ({explib.fmt(lo)}-{explib.fmt(hi)})")
-                else:
-                    ratios.append("-")
+            cells = [x.with_ci() if (x := spread(key(w, n, b, m))) else "-" for m in others]
+            ratios = [inference.cell(family.get((w, n, b, m))) for m in others]
             body.append([w, n, b, flat.with_ci() if flat else "-", *cells, *ratios])
         if body:
             headers = ["workload", "Ps", "bind", "nugo flat s", *(f"{RUNTIME_NAMES[m]} s" for m in others),
@@ -977,14 +969,26 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
     timing_rows = []
     compared = sorted({(k[0], k[1], k[2], k[4]) for k in by_key if k[3] in ("flat", "numa")}) or \
         sorted({(k[0], k[1], k[2], "none") for k in by_key})
+    # flat against NUMA mode and against Go, each ratio with its interval and a permutation test,
+    # Holm-corrected within a topology's rows (pipeline/inference.py).
+    tests: dict[tuple, inference.Comparison] = {}
+    for other in ("numa", "go"):
+        for topo in sorted({k[0] for k in compared}):
+            family = {}
+            for t, w, n, b in compared:
+                a = groups.get((t, w, n, "flat", b))
+                x = groups.get((t, w, n, other, "none" if other == "go" else b))
+                if t == topo and a and x:
+                    family[(t, w, n, b, other)] = inference.compare(a, x)
+            tests |= inference.judge(family)
     for t, w, n, b in compared:
         cells = {}
         for mode in ("flat", "numa", "go"):
             cells[mode] = median_spread(by_key.get((t, w, n, mode, "none" if mode == "go" else b)))
         oversub = bool(over.get((t, n), 0))
         timing_rows.append([label(t), w, n, b, *(c.with_ci() if c else "-" for c in cells.values()),
-                            ratio_cell(cells["flat"], cells["numa"], oversub),
-                            ratio_cell(cells["flat"], cells["go"], oversub)])
+                            inference.cell(tests.get((t, w, n, b, "numa")), oversub),
+                            inference.cell(tests.get((t, w, n, b, "go")), oversub)])
     headers = ["topology", "workload", "Ps", "bind", "flat s", "numa s", "Go s", "flat/numa", "flat/Go"]
 
     # By P count: with one P per node every steal is necessarily remote, so summing P counts
@@ -1005,8 +1009,9 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
                          a["moved_remote"], explib.fmt(a["remote_blocks"] / a["blocks"] if a["blocks"] else None)])
     loc_headers = ["topology", "Ps", "mode", "bind", "runs at home", "steals remote", "moved across nodes", "remote blocks"]
     note = ("Seconds: median (95% bootstrap confidence interval) over the repetitions, run in a "
-            "random interleaved order, kernel time only. flat/numa > 1: NUMA mode faster; '~': the "
-            "two intervals overlap, so no difference is shown. Binding (bind) is the same in both "
+            "random interleaved order, kernel time only. flat/numa > 1: NUMA mode faster, with the "
+            "bootstrap 95% interval of the ratio; '*': a difference that stands after Holm's correction "
+            "within the topology's rows (pipeline/inference.py), '~': none shown. Binding (bind) is the same in both "
             "modes of a row; Go binds nothing. Oversubscribed: more Ps than CPUs, not to be quoted. "
             "Emulated topologies measure the scheduler's decisions; their memory-bound rows ran "
             "with the emulated memory latency model (latency_model = 1 in results.csv), not on "
@@ -1015,7 +1020,7 @@ def summarize(rows: list[dict], machine: dict | None = None) -> dict:
             "run one thread at a time on this one, with the cost model's charges; they are not "
             "oversubscribed.")
     targets = locality_targets(rows, label)
-    peer_tables = peers_tables(rows, by_key)
+    peer_tables = peers_tables(rows, by_key, groups)
     text = (explib.table(timing_rows, headers) + "\n\n" + explib.table(loc_rows, loc_headers) + "\n\n" + note + "\n"
             + (f"\nlocality targets\n\n{explib.table(targets[1], targets[0])}\n{targets[2]}\n" if targets else "")
             + "".join(f"\n{title}\n\n{explib.table(t_rows, t_headers)}\n" for title, t_headers, t_rows in peer_tables))
