@@ -66,6 +66,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, the pipeline package's home
+from pipeline import catalogue  # noqa: E402
 from pipeline import explib  # noqa: E402
 from pipeline import inference  # noqa: E402
 from pipeline import sweep  # noqa: E402
@@ -90,9 +91,9 @@ COMPUTE_ARMS = ("flat", "neither", "hierarchy")
 WORKLOADS = MEMORY + COMPUTE
 # The default profile's penalties: uniform memory, the measured ratio and a far one; --full
 # fills the range between.
-PENALTIES = [1.0, 1.74, 3.0]
-PENALTIES_FULL = [1.0, 1.3, 1.6, 1.74, 2.0, 3.0]
-MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake (Intel MLC)
+MEASURED_PENALTY = catalogue.MEASURED_PENALTY
+PENALTIES = [1.0, MEASURED_PENALTY, 3.0]
+PENALTIES_FULL = [1.0, 1.3, 1.6, MEASURED_PENALTY, 2.0, 3.0]
 
 
 def main() -> int:

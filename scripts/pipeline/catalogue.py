@@ -55,6 +55,11 @@ POLICIES_VIRTUAL = [("v2x16", 32), ("v4x24", 96)]
 # virtual.py's large machine: the 24-node em64t, flat mode.
 VALIDATION_BIG = "em64t-24node-384pu.xml"
 
+# The latency model's remote/local penalty as measured: remote against local DRAM latency on a
+# 2-socket Cascade Lake (Intel MLC; ../shared/reference/numa-and-peers.md). The ablation's and
+# the hierarchy's trial's measured level, and the line the ablation's figures draw.
+MEASURED_PENALTY = 1.74
+
 # Virtual time's model constants as every virtual run of the pipeline gives them (NUGO_VIRTUAL;
 # core/src/vtime/README.md), in ns: none is left to measurement, so that no run depends on
 # what a measurement happened to find. wake is the median one-way futex hand-off measured on

@@ -3,6 +3,7 @@
 #include "nugo/stats.hpp"
 
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 
 #include "views.hpp"
@@ -122,8 +123,9 @@ void append_counters(std::string& j, const Counters& c) {
   const std::pair<const char*, const std::map<int, std::uint64_t>*> by_distance[] = {
       {"moved_remote_by_distance", &c.moved_remote_by_distance},
       {"steals_remote_by_distance", &c.steals_remote_by_distance}};
-  for (const auto& [name, counts] : by_distance) {
-    if (name != by_distance[0].first) j += ", ";
+  for (std::size_t i = 0; i < std::size(by_distance); ++i) {
+    const auto& [name, counts] = by_distance[i];
+    if (i > 0) j += ", ";
     j += '"' + std::string(name) + "\": {";
     bool first = true;
     for (auto [distance, n] : *counts) {

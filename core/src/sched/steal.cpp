@@ -60,10 +60,10 @@ int remote_batch(int size) {
 
 // The other domains by Domain::steal_groups (nearest group first; one group with steal=node),
 // the domains of a group from a random one on (ties in distance must not always rob the same
-// node first). From each: a batch of its global
-// queue, then part of one of its Ps' run queues, never a runnext (a remote victim's next G
-// is most likely its own hand-off), and nothing from a node whose own spinner is on its way. Their due timers run here too, so the timers of a node
-// whose Ps are all idle fire when a thief from another node passes.
+// node first). From each: a batch of its global queue, then part of one of its Ps' run
+// queues, never a runnext (a remote victim's next G is most likely its own hand-off), and
+// nothing from a node whose own spinner is on its way. Their due timers run here too, so the
+// timers of a node whose Ps are all idle fire when a thief from another node passes.
 G* steal_remote(M* m, P* pp, std::int64_t now) {
   if (pp->domain->remote.empty()) return nullptr;
   bool may_rob = true;

@@ -13,7 +13,7 @@ import shutil
 import statistics
 from pathlib import Path
 
-from pipeline import explib
+from pipeline import catalogue, explib
 
 import matplotlib
 
@@ -24,7 +24,7 @@ MEMORY = ["triad", "stencil", "histogram", "triad_skew", "spmv"]
 # The ablation's arms (scripts/pipeline/ablation.py), in its order, with a colour each.
 ARM_STYLE = {"flat": "tab:blue", "neither": "tab:cyan", "placement": "tab:green", "hierarchy": "tab:orange",
              "both": "tab:red", "pinned": "tab:purple"}
-MEASURED_PENALTY = 1.74  # remote/local DRAM latency, 2-socket Cascade Lake
+MEASURED_PENALTY = catalogue.MEASURED_PENALTY
 MODE_STYLE = {"flat": ("tab:blue", "-"), "numa": ("tab:red", "-"), "go": ("tab:gray", "--")}
 # The runtimes of the peers figures (sweep.py's PEERS and Go), in their order, with a colour each.
 PEER_STYLE = {"go": ("Go 1.19", "tab:gray"), "tbb": ("oneTBB", "tab:green"), "omp": ("OpenMP (libgomp)", "tab:orange"),

@@ -10,6 +10,7 @@ import matplotlib.lines
 import matplotlib.ticker
 
 from pipeline.figures.common import Run, tex, plt
+from pipeline.hierarchy import LEVELS
 
 # Every \\num macro this module writes: the settings, and for each question of the trial
 # (hierarchy.py's findings) its comparisons, how many stand faster and slower, and the
@@ -43,7 +44,6 @@ MACROS = (
 )
 # The contrasts drawn, in hierarchy.py's words, and their markers.
 DRAWN = {"node first": "o", "distance order": "s", "placement, pinned": "^", "NUMA mode as shipped": "D"}
-LEVELS = ("sched", "costs", "latency")
 
 
 def draw(p: Run) -> None:
