@@ -618,6 +618,7 @@ TEST_CASE("a locked goroutine runs only on its thread, which runs nothing else",
       [] {
         nugo::Chan<int> locked_tid(1);
         nugo::Chan<bool> others_done;
+        nugo::Chan<bool> locked_done(1);
         std::vector<int> locked_seen;
         nugo::go([&] {
           nugo::lock_os_thread();
@@ -633,6 +634,7 @@ TEST_CASE("a locked goroutine runs only on its thread, which runs nothing else",
           others_done.recv();  // blocks: the thread hands its P to another
           locked_seen.push_back(thread_id());
           nugo::unlock_os_thread();
+          locked_done.send(true);  // locked_seen is complete: main may read it
         });
         int tid = *locked_tid.recv();
         std::vector<int> others;
@@ -650,7 +652,7 @@ TEST_CASE("a locked goroutine runs only on its thread, which runs nothing else",
         }
         wg.wait();
         others_done.send(true);
-        nugo::sleep_for(5ms);
+        locked_done.recv();
         CHECK(clash.load() == 0);
         for (int seen : locked_seen) CHECK(seen == tid);
       },
