@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nugo's build needs, only those missing. Idempotent.
 #   scripts/bootstrap.sh              the build and the tests (the real-library tests' SQLite,
-#                                     zstd, OpenSSL, LevelDB, jemalloc, tcmalloc, mimalloc too)
+#                                     zstd, OpenSSL, LevelDB, jemalloc, tcmalloc, mimalloc too,
+#                                     and Chromium, in which the report's test opens index.html)
 #   scripts/bootstrap.sh --baselines  also Go 1.19, Boost.Fiber, oneTBB (with libtbbbind, for its
 #                                     NUMA arenas) and wrk, for the baseline twins (GCC's
 #                                     OpenMP comes with g++)
@@ -21,7 +22,9 @@ packages=(cmake ninja-build g++ pkg-config libhwloc-dev libnuma-dev libboost-con
           catch2 libbenchmark-dev hwloc numactl python3 python3-matplotlib python3-numpy python3-tabulate
           # the real-library tests (tests/libraries.cpp): libraries and allocators people link
           libsqlite3-dev libzstd-dev libssl-dev libleveldb-dev libjemalloc-dev
-          libgoogle-perftools-dev libmimalloc-dev)
+          libgoogle-perftools-dev libmimalloc-dev
+          # a real browser for the run's report (tests/report_test.sh)
+          chromium)
 for arg in "$@"; do
   case "$arg" in
     --baselines) packages+=(golang-go libboost-fiber-dev libtbb-dev libtbbbind-2-5 wrk) ;;

@@ -26,10 +26,17 @@
 #
 # Results: DIR/results.csv (one row per workload run, with the runtime's counters),
 # DIR/machine.json, DIR/sweep.md, DIR/{ablation,micro,preempt,net,numa,trace,virtual,virtual-validation,sensitivity,hierarchy}/, DIR/logs/, DIR/figures/,
-# DIR/generated/numbers.tex, DIR/paper/paper.pdf, and DIR/reproduce.log (the output of the
-# experiments, from the sweep on). A complete default or --full run (no --only, --modes,
-# --procs, --topology, --out, --build-dir or --virtual-build-dir) also publishes its figures and numbers to
-# paper/figures/ and paper/generated/, the committed ones; no other run touches them.
+# DIR/generated/numbers.tex (and numbers.json), DIR/claims.md and claims.json (the paper's claims
+# judged on this run: holds, does not hold, inconclusive, not applicable), DIR/index.html (the
+# report: open it in a browser), DIR/paper/paper.pdf, DIR/run.json (revision, build, arguments,
+# each step's status and time) and DIR/reproduce.log. A run writes nothing outside DIR (and
+# results/latest, and its builds): copying a run into paper/ is scripts/publish.sh's, a
+# maintainer's step.
+#   --resume DIR      continue an interrupted run: the same arguments, the steps not done, the
+#                     sweep's unfinished runs only; refused unless the clone is at the run's
+#                     revision, clean, and the build's executables are the ones that began it
+# It prints its estimate (the plan of runs and a calibration here) before the first step and its
+# total at the end.
 # Bad input (an unknown workload, a missing topology file, a P count out of range) exits with
 # status 2 before any experiment runs; a failed experiment makes the exit status 1 at the end.
 set -euo pipefail
@@ -44,9 +51,23 @@ usage() {
   echo "usage: scripts/reproduce.sh [--quick | --full] [--only W,...] [--modes M,...] [--procs N,...]" >&2
   echo "                            [--topology T,...] [--out DIR] [--build-dir DIR] [--virtual-build-dir DIR]" >&2
   echo "                            [--rehearsal WHY]" >&2
+  echo "       scripts/reproduce.sh --resume DIR" >&2
   exit 2
 }
 
+py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
+# --resume DIR: the interrupted run's own arguments (run.json), refused if they cannot be reused.
+resume=""
+if [ "${1:-}" = --resume ]; then
+  [ $# -eq 2 ] && [ -n "$2" ] || { echo "reproduce.sh: --resume takes one results directory and nothing else" >&2; usage; }
+  resume=$(absolute "$2")
+  saved=$($py scripts/pipeline/manifest.py resume "$resume") || exit 2
+  mapfile -t saved_args <<<"$saved"
+  [ -z "$saved" ] && saved_args=()
+  set -- ${saved_args[@]+"${saved_args[@]}"} --out "$resume"
+  echo "reproduce.sh: resuming $resume with: ${saved_args[*]:-(the default run)}"
+fi
+original_args=("$@")
 profile=default
 sweep_args=()
 only=""
@@ -120,7 +141,6 @@ if [ -n "$vbuild" ] && { [ -n "$only" ] || [ ${#rehearsal[@]} -gt 0 ]; }; then
   vbuild=""
 fi
 
-py=/usr/bin/python3  # Debian's, with matplotlib and tabulate
 targets=(nugo-workload nugo-topo)
 [ -z "$only" ] && targets+=(nugo-bench nugo-locality nugo-preempt-bench nugo-floor nugo-http nugo-echo)
 own_build=""
@@ -158,26 +178,22 @@ if [ -z "$only" ] && [ ${#rehearsal[@]} -eq 0 ]; then
 fi
 
 # Everything the sweep will be asked is checked before anything runs (status 2 on bad input).
-$py scripts/pipeline/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}"
+plan=$($py scripts/pipeline/sweep.py --build-dir "$build" --out /dev/null --dry-run "${profile_flag[@]}" "${sweep_args[@]}")
+echo "$plan"
+sweep_runs=$(sed -n 's/.*would run \([0-9]*\) runs.*/\1/p' <<<"$plan")
 
-publish=""
-if [ -z "$out" ]; then
-  out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
-  # Only a complete run, of the Release build this script made from committed sources, may
-  # replace the paper's figures.
-  if [ "$profile" != quick ] && [ ${#sweep_args[@]} -eq 0 ] && [ -n "$own_build" ] && [ -z "$vbuild_given" ] &&
-     [ ${#rehearsal[@]} -eq 0 ]; then
-    if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-      echo "reproduce.sh: uncommitted changes: this run will not replace paper/figures and paper/generated"
-    else
-      publish=1
-    fi
-  fi
+[ -z "$out" ] && out=results/$(date -u +%Y-%m-%dT%H-%M-%SZ)
+if [ -n "$resume" ]; then
+  # The same executables, byte for byte, or the run would mix two builds' numbers.
+  $py scripts/pipeline/manifest.py check-build "$resume" --build "$build" ${vbuild:+--virtual-build "$vbuild"} || exit 2
+elif [ -e "$out/run.json" ]; then
+  echo "reproduce.sh: --out $out holds a run already (run.json): --resume it, or choose another directory" >&2
+  exit 2
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 case "$out" in "$PWD"/results/*) ln -sfn "$out" results/latest ;; esac
-exec > >(tee "$out/reproduce.log") 2>&1
+exec > >(tee -a "$out/reproduce.log") 2>&1
 tee_pid=$!
 finish() {  # the exit status, once tee has written the whole log
   exec >&- 2>&-
@@ -188,99 +204,128 @@ finish() {  # the exit status, once tee has written the whole log
 steps=(sweep)
 [ -z "$only" ] && steps+=(ablation micro preempt net numa trace)
 [ -n "$vbuild" ] && steps+=(virtual)
-steps+=(plot paper)
+steps+=(plot claims paper report)
 started=$(date +%s)
 step=0
-begin() {
-  step=$((step + 1))
-  local now=$(date +%s)
-  echo
-  echo "=== reproduce.sh: step $step of ${#steps[@]}: $1 (elapsed $(( (now - started) / 60 ))m$(( (now - started) % 60 ))s) ==="
-}
+estimate=$($py scripts/pipeline/manifest.py estimate --profile "$profile" --build "$build" --sweep-runs "${sweep_runs:-0}" \
+  ${vbuild:+--virtual} ${only:+--only})
+$py scripts/pipeline/manifest.py init "$out" --profile "$profile" --build "$build" ${vbuild:+--virtual-build "$vbuild"} \
+  --steps "$(IFS=,; echo "${steps[*]}")" --estimate "$estimate" ${resume:+--resuming} --args ${original_args[@]+"${original_args[@]}"}
+clock() { echo "$(( $1 / 60 ))m$(( $1 % 60 ))s"; }
+echo "reproduce.sh: ${#steps[@]} steps, estimated $(clock "$estimate") on this machine (run.json; the estimate's parts above)"
 failed=()
 quick=()
 [ "$profile" = quick ] && quick=(--quick)
+# run NAME TITLE FUNCTION: one step, recorded in run.json; on --resume a step already done is
+# not run again.
+run() {
+  step=$((step + 1))
+  local name=$1 title=$2 now t0 status=done
+  now=$(date +%s)
+  echo
+  if [ -n "$resume" ] && [ "$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(next((s["status"] for s in d["steps"] if s["name"]==sys.argv[2]), ""))' "$out/run.json" "$name")" = done ]; then
+    echo "=== reproduce.sh: step $step of ${#steps[@]}: $title: done before, not run again ==="
+    return
+  fi
+  echo "=== reproduce.sh: step $step of ${#steps[@]}: $title (elapsed $(clock $((now - started))), estimate $(clock "$estimate")) ==="
+  $py scripts/pipeline/manifest.py step "$out" "$name" running
+  t0=$(date +%s)
+  "$3" || status=failed
+  [ "$status" = failed ] && failed+=("$name")
+  $py scripts/pipeline/manifest.py step "$out" "$name" "$status" $(( $(date +%s) - t0 ))
+}
 
 "$build/topology/nugo-topo" | sed -n 1,12p
 
-begin "workload sweep (scripts/pipeline/sweep.py)"
-$py scripts/pipeline/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" ${rehearsal[@]+"${rehearsal[@]}"} ||
-  failed+=(sweep)
-if [ -z "$only" ]; then
-  begin "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/pipeline/ablation.py)"
-  $py scripts/pipeline/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}" || failed+=(ablation)
-  begin "micro-benchmarks beside Go and Boost.Fiber (scripts/pipeline/micro.py)"
-  $py scripts/pipeline/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}" || failed+=(micro)
-  begin "sysmon, preemption and system calls beside Go (scripts/pipeline/preempt.py)"
-  $py scripts/pipeline/preempt.py --build-dir "$build" --out "$out/preempt" "${quick[@]}" || failed+=(preempt)
-  begin "HTTP under wrk and TCP echo beside Go (scripts/pipeline/net.py)"
-  $py scripts/pipeline/net.py --build-dir "$build" --out "$out/net" "${quick[@]}" || failed+=(net)
-  begin "NUMA mode against flat mode, and the policies (scripts/pipeline/numa.py, numa_policies.py)"
-  $py scripts/pipeline/numa.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa)
-  $py scripts/pipeline/numa_policies.py "$build" "$out/numa" "${quick[@]}" || failed+=(numa_policies)
-  begin "the execution tracer's cost and a timeline (scripts/pipeline/tracer.py)"
-  $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}" || failed+=(trace)
-fi
-if [ -n "$vbuild" ]; then
-  # VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
-  # model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only
-  # (Go and the peers cannot run in it).
-  begin "NUMA mode against flat mode on virtual machines of 28 to 384 CPUs, in virtual time (scripts/pipeline/sweep.py --topology virtual, virtual.py, sensitivity.py, hierarchy.py)"
-  $py scripts/pipeline/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
-    --out "$out/virtual" "${profile_flag[@]}" || failed+=(virtual)
-  # Virtual time's validation: agreement with real time at 1 and 2 Ps, fork-join on 1 to 256
-  # virtual CPUs against the work and span laws, a greedy envelope and the steal bound, and
-  # determinism (scripts/pipeline/virtual.py); then the virtual verdicts against the model's
-  # constants, each halved and doubled (sensitivity.py: reduced sizes by default, whole under --full).
-  vfull=()
+step_sweep() {
+  $py scripts/pipeline/sweep.py --build-dir "$build" --out "$out" "${profile_flag[@]}" "${sweep_args[@]}" \
+    ${rehearsal[@]+"${rehearsal[@]}"} ${resume:+--resume}
+}
+step_ablation() { $py scripts/pipeline/ablation.py --build-dir "$build" --out "$out/ablation" "${profile_flag[@]}"; }
+step_micro() { $py scripts/pipeline/micro.py --build-dir "$build" --out "$out/micro" "${quick[@]}"; }
+step_preempt() { $py scripts/pipeline/preempt.py --build-dir "$build" --out "$out/preempt" "${quick[@]}"; }
+step_net() { $py scripts/pipeline/net.py --build-dir "$build" --out "$out/net" "${quick[@]}"; }
+step_numa() {
+  local rc=0
+  $py scripts/pipeline/numa.py "$build" "$out/numa" "${quick[@]}" || rc=1
+  $py scripts/pipeline/numa_policies.py "$build" "$out/numa" "${quick[@]}" || rc=1
+  return $rc
+}
+step_trace() { $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}"; }
+# VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
+# model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only (Go
+# and the peers cannot run in it). Then virtual time's validation: agreement with real time at 1
+# and 2 Ps, fork-join on 1 to 256 virtual CPUs against the work and span laws, a greedy envelope
+# and the steal bound, and determinism (virtual.py); the virtual verdicts against the model's
+# constants, each halved and doubled (sensitivity.py: reduced sizes by default, whole under
+# --full); and the stealing hierarchy on trial: the ablation's arms at one P per CPU on the
+# Cluster-on-Die, 4-socket and 24-node machines (--full: the 2-socket one too), at three levels
+# of the model (hierarchy.py).
+step_virtual() {
+  local rc=0 vfull=()
   [ "$profile" = full ] && vfull=(--full)
-  $py scripts/pipeline/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
-    failed+=(virtual-validation)
-  $py scripts/pipeline/sensitivity.py --build-dir "$vbuild" --out "$out/sensitivity" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
-    failed+=(sensitivity)
-  # The stealing hierarchy on trial: the ablation's arms at one P per CPU on the Cluster-on-Die,
-  # 4-socket and 24-node machines (--full: the 2-socket one too), at three levels of the model.
-  $py scripts/pipeline/hierarchy.py --build-dir "$vbuild" --out "$out/hierarchy" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} ||
-    failed+=(hierarchy)
-elif [ -z "$only" ]; then
-  echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
-  echo "  scripts/test.sh --virtual makes build-virtual/)"
-fi
-
-begin "figures and the paper's numbers (scripts/pipeline/plot.py)"
-$py scripts/pipeline/plot.py "$out" || failed+=(plot)
-
-begin "the paper (latexmk)"
-rm -rf "$out/paper"
-mkdir -p "$out/paper"
-cp paper/paper.tex paper/references.bib paper/constants.tex paper/published.tex "$out/paper/"
-cp -r "$out/figures" "$out/generated" "$out/paper/" 2>/dev/null || true
-if command -v latexmk >/dev/null && command -v pdflatex >/dev/null; then
+  $py scripts/pipeline/sweep.py --build-dir "$build" --virtual-build-dir "$vbuild" --topology virtual --modes flat,numa \
+    --out "$out/virtual" "${profile_flag[@]}" || rc=1
+  $py scripts/pipeline/virtual.py --build-dir "$vbuild" --out "$out/virtual-validation" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} || rc=1
+  $py scripts/pipeline/sensitivity.py --build-dir "$vbuild" --out "$out/sensitivity" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} || rc=1
+  $py scripts/pipeline/hierarchy.py --build-dir "$vbuild" --out "$out/hierarchy" "${quick[@]}" ${vfull[@]+"${vfull[@]}"} || rc=1
+  return $rc
+}
+step_plot() { $py scripts/pipeline/plot.py "$out"; }
+step_claims() { $py scripts/pipeline/claims.py "$out" --quiet; }
+# The paper, built inside the run from the clone's sources and the run's figures and numbers.
+step_paper() {
+  rm -rf "$out/paper"
+  mkdir -p "$out/paper"
+  cp paper/paper.tex paper/references.bib paper/constants.tex paper/published.tex paper/claims.toml "$out/paper/"
+  cp -r "$out/figures" "$out/generated" "$out/paper/" 2>/dev/null || true
+  if ! command -v latexmk >/dev/null || ! command -v pdflatex >/dev/null; then
+    echo "reproduce.sh: no TeX here, so no PDF: the figures are in $out/figures; for the PDF run"
+    echo "  scripts/bootstrap.sh --paper && scripts/reproduce.sh"
+    return 0
+  fi
   if (cd "$out/paper" && latexmk -pdf -interaction=nonstopmode -halt-on-error paper.tex >latexmk.log 2>&1); then
     echo "reproduce.sh: built $out/paper/paper.pdf"
   else
     tail -n 30 "$out/paper/latexmk.log"
-    failed+=(paper)
+    return 1
   fi
-else
-  echo "reproduce.sh: no TeX here, so no PDF: the figures are in $out/figures; for the PDF run"
-  echo "  scripts/bootstrap.sh --paper && scripts/reproduce.sh"
-fi
+}
+step_report() { $py scripts/pipeline/report.py "$out"; }
 
-if [ -n "$publish" ] && [ ${#failed[@]} -eq 0 ]; then
-  mkdir -p paper/figures paper/generated
-  rm -f paper/figures/*.png paper/generated/*.tex paper/generated/results.md paper/paper.pdf  # nothing stale stays
-  cp "$out"/figures/*.png paper/figures/ 2>/dev/null || true
-  cp "$out"/generated/*.tex "$out"/generated/results.md paper/generated/
-  if [ -f "$out/paper/paper.pdf" ]; then cp "$out/paper/paper.pdf" paper/paper.pdf; fi
-  echo "reproduce.sh: published the figures and numbers to paper/figures/ and paper/generated/"
+"$build/topology/nugo-topo" | sed -n 1,12p
+run sweep "workload sweep (scripts/pipeline/sweep.py)" step_sweep
+if [ -z "$only" ]; then
+  run ablation "the ablation: placement and the stealing hierarchy, by remote penalty (scripts/pipeline/ablation.py)" step_ablation
+  run micro "micro-benchmarks beside Go and Boost.Fiber (scripts/pipeline/micro.py)" step_micro
+  run preempt "sysmon, preemption and system calls beside Go (scripts/pipeline/preempt.py)" step_preempt
+  run net "HTTP under wrk and TCP echo beside Go (scripts/pipeline/net.py)" step_net
+  run numa "NUMA mode against flat mode, and the policies (scripts/pipeline/numa.py, numa_policies.py)" step_numa
+  run trace "the execution tracer's cost and a timeline (scripts/pipeline/tracer.py)" step_trace
 fi
+if [ -n "$vbuild" ]; then
+  run virtual "NUMA mode against flat mode on virtual machines of 28 to 384 CPUs, in virtual time (sweep.py --topology virtual, virtual.py, sensitivity.py, hierarchy.py)" step_virtual
+elif [ -z "$only" ]; then
+  echo "reproduce.sh: the virtual set is left out: no virtual-time build (--virtual-build-dir DIR;"
+  echo "  scripts/test.sh --virtual makes build-virtual/)"
+fi
+run plot "figures and the paper's numbers (scripts/pipeline/plot.py)" step_plot
+run claims "the paper's claims judged on this run (scripts/pipeline/claims.py)" step_claims
+run paper "the paper (latexmk)" step_paper
+$py scripts/pipeline/manifest.py finish "$out"
+run report "the report (scripts/pipeline/report.py): $out/index.html" step_report
 
+total=$(( $(date +%s) - started ))
 echo
-echo "=== reproduce.sh: done in $(( ($(date +%s) - started) / 60 ))m$(( ($(date +%s) - started) % 60 ))s ==="
+echo "=== reproduce.sh: done in $(clock "$total") (estimated $(clock "$estimate")) ==="
 [ -f "$out/sweep.md" ] && sed -n '3,200p' "$out/sweep.md"
 echo
-echo "results: $out (results.csv, machine.json, sweep.md, figures/, generated/results.md, generated/numbers.tex, logs/)"
+# The verdict: what a user came for, last, where the terminal leaves it.
+[ -f "$out/claims.json" ] && { $py scripts/pipeline/claims.py "$out" || true; }
+echo
+echo "results: $out"
+echo "  open $out/index.html in a browser: the claims, every figure, the tables, the run's provenance"
+echo "  (results.csv, machine.json, run.json, claims.md, sweep.md, figures/, generated/, logs/, reproduce.log)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "reproduce.sh: FAILED: ${failed[*]} (see $out/reproduce.log)" >&2
   finish 1

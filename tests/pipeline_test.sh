@@ -126,24 +126,56 @@ PY
     # ... and it catches what it is for: a typed number, an unknown key, a constant the source
     # does not hold, a published number without a source.
     bad=$work/bad-paper
-    rm -rf "$bad" && mkdir -p "$bad/generated" && cp "$root"/paper/{paper,constants,published}.tex "$root/paper/references.bib" "$bad/"
+    rm -rf "$bad" && mkdir -p "$bad/generated" && cp "$root"/paper/{paper,constants,published}.tex "$root"/paper/{references.bib,claims.toml} "$bad/"
     cp "$work/generated/"*.tex "$bad/generated/"
     sed -i 's/^\\section{Introduction}/\\section{Introduction} It is 42 percent faster~\\cite{no-such-key}./' "$bad/paper.tex"
+    # and the claims: a finding whose paragraph cites no claim, one no claim rests on, an unknown id
+    sed -i 's/^\\section{Related work}/\\section{Related work} Go is \\numPeerGoComputeVerdict. Sysmon is \\numTracerYieldVerdict~\\claim{no-such-claim}./' "$bad/paper.tex"
     sed -i 's/^\\newcommand{\\constRunqSize}{256}/\\newcommand{\\constRunqSize}{512}/' "$bad/constants.tex"
     echo '\newcommand{\pubNowhere}{7}  % nothing' >> "$bad/published.tex"
     out=$($py "$root/scripts/check/paper_check.py" "$bad" 2>&1); rc=$?
     [ $rc -eq 1 ] || fail "paper_check.py passed a broken paper (exit $rc)"
     for what in "the number '42' is typed" "cite key no-such-key is not in references.bib" \
-                "constRunqSize = 512, but core/src/sched/p.hpp" "pubNowhere names no BibTeX key"; do
-      echo "$out" | grep -q "$what" || fail "paper_check.py did not say: $what"
+                "constRunqSize = 512, but core/src/sched/p.hpp" "pubNowhere names no BibTeX key" \
+                "(\\numPeerGoComputeVerdict) without citing its claim (\\claim{go-compute})" \
+                "(\\numTracerYieldVerdict) that no claim of claims.toml rests on" \
+                "\\claim{no-such-claim} is not a claim of claims.toml"; do
+      echo "$out" | grep -qF "$what" || fail "paper_check.py did not say: $what"
     done
     $py "$root/scripts/pipeline/plot.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "plot.py without results.csv did not exit 2"
+    # The claims judged on the sample: every claim of the catalogue gets one verdict, from the
+    # numbers plot.py wrote; the sample has no sweep.json, its repetitions are too few for the
+    # hierarchy's counts, and this one-node machine cannot test a real multi-node claim.
+    $py "$root/scripts/pipeline/claims.py" "$work" >"$work/claims.out" 2>&1 || { cat "$work/claims.out"; fail "claims.py failed on the sample"; }
+    $py - "$work/claims.json" "$root/paper/claims.toml" <<'PY' || fail "claims.json does not judge every claim"
+import json, sys, tomllib
+d = json.load(open(sys.argv[1]))
+ids = [c["id"] for c in tomllib.load(open(sys.argv[2], "rb"))["claim"]]
+assert [c["id"] for c in d["claims"]] == ids, "not every claim, in the catalogue's order"
+assert all(c["verdict"] in ("holds", "does not hold", "inconclusive", "not applicable") for c in d["claims"])
+by = {c["id"]: c for c in d["claims"]}
+assert by["real-memory"]["verdict"] == "not applicable" and "NUMA node" in by["real-memory"]["reason"], by["real-memory"]
+assert by["hierarchy-distance-null"]["verdict"] == "inconclusive" and "HierarchyRepetitions" in by["hierarchy-distance-null"]["reason"]
+assert by["validation-laws"]["verdict"] == "holds", by["validation-laws"]
+assert sum(d["counts"].values()) == len(ids)
+PY
+    grep -q "^| claim" "$work/claims.md" || fail "claims.md has no table"
+    for broken in 'id = "go-compute"\nid = "x"' 'test = "below"\ntest = "sideways"' '[[claim]]\nid = ' ; do
+      printf "$broken\n" > "$work/bad-claims.toml"
+      $py "$root/scripts/pipeline/claims.py" "$work" --catalogue "$work/bad-claims.toml" >/dev/null 2>"$work/bad-claims.err"
+      [ $? -eq 2 ] && grep -q "bad-claims.toml" "$work/bad-claims.err" || fail "claims.py did not refuse a broken catalogue ($broken)"
+    done
+    $py "$root/scripts/pipeline/claims.py" "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "claims.py on no directory did not exit 2"
+    mv "$work/generated/numbers.json" "$work/numbers.json.away"
+    said=$($py "$root/scripts/pipeline/claims.py" "$work" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "numbers.json: missing" <<<"$said" || fail "claims.py without numbers.json did not say so (exit $rc)"
+    mv "$work/numbers.json.away" "$work/generated/numbers.json"
     echo "plot.py: every figure, every macro the paper uses; paper_check.py holds and catches what it is for"
     ;;
   reproduce)
     build=$2 work=$3/reproduce-quick
     rm -rf "$work"
-    paper_before=$(cd "$root" && find paper -type f -exec md5sum {} + | sort)
+    tracked_before=$(cd "$root" && git status --porcelain=v1 && git diff HEAD | md5sum)
     bash "$root/scripts/reproduce.sh" --quick --only fib --modes flat,numa --topology machine,2node \
       --build-dir "$build" --out "$work" || fail "reproduce.sh failed"
     rows=$(tail -n +2 "$work/results.csv" | wc -l)
@@ -180,9 +212,74 @@ PY
       grep -q "no TeX here" "$work/reproduce.log" || fail "no TeX and no message saying so"
       echo "no TeX installed: the paper was skipped with a message (scripts/bootstrap.sh --paper)"
     fi
-    [ "$(cd "$root" && find paper -type f -exec md5sum {} + | sort)" = "$paper_before" ] ||
-      fail "a --quick run changed paper/"
+    [ "$(cd "$root" && git status --porcelain=v1 && git diff HEAD | md5sum)" = "$tracked_before" ] ||
+      fail "a run changed the clone's tracked files (it may write only under its results directory)"
+    # The verdict, the report and the manifest: every step done, the claims judged (those of the
+    # steps --only left out: not applicable), the estimate before and the total after.
+    [ -s "$work/claims.json" ] && [ -s "$work/claims.md" ] && [ -s "$work/index.html" ] || fail "claims.json, claims.md or index.html missing"
+    $py - "$work" <<'PY' || fail "run.json or claims.json wrong"
+import json, sys
+from pathlib import Path
+run = Path(sys.argv[1])
+m = json.loads((run / "run.json").read_text())
+assert m["finished"] and m["revisions"] == [m["revision"]], m
+assert {s["name"]: s["status"] for s in m["steps"]} == {s: "done" for s in ("sweep", "plot", "claims", "paper", "report")}, m["steps"]
+assert m["estimate_seconds"] > 0 and "--only" in m["args"]
+c = json.loads((run / "claims.json").read_text())
+by = {x["id"]: x for x in c["claims"]}
+assert by["hierarchy-shipped"]["verdict"] == "not applicable" and "hierarchy step" in by["hierarchy-shipped"]["reason"]
+PY
+    grep -q "estimated" "$work/reproduce.log" && grep -q "=== reproduce.sh: done in .* (estimated" "$work/reproduce.log" ||
+      fail "no estimate before or total after"
+    grep -q "The paper's claims on this run" "$work/reproduce.log" || fail "the run does not end with the claims"
     echo "reproduce.sh --quick --only fib: end to end"
+    ;;
+  resume)
+    # A run killed in the middle of its sweep, resumed, has the rows of a run never interrupted;
+    # a second run into the same directory, a resume of a finished run or of a run of other
+    # executables is refused.
+    build=$2 work=$3/resume
+    rm -rf "$work" && mkdir -p "$work"
+    args=(--quick --only fib,nqueens,mergesort,skynet,uts --modes flat,numa --topology machine,2node --build-dir "$build")
+    bash "$root/scripts/reproduce.sh" "${args[@]}" --out "$work/whole" >"$work/whole.log" 2>&1 || { tail -20 "$work/whole.log"; fail "the whole run failed"; }
+    total=$(( $(wc -l <"$work/whole/results.csv") - 1 ))
+    setsid bash "$root/scripts/reproduce.sh" "${args[@]}" --out "$work/cut" >"$work/cut.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do  # until a third of the sweep is written (at most a minute)
+      [ -f "$work/cut/results.csv" ] && [ $(( $(wc -l <"$work/cut/results.csv") - 1 )) -ge $(( total / 3 )) ] && break
+      sleep 0.1
+    done
+    kill -KILL -- -"$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    cut_rows=$(( $(wc -l <"$work/cut/results.csv") - 1 ))
+    [ "$cut_rows" -lt "$total" ] || fail "the run finished before it could be killed ($cut_rows of $total rows)"
+    $py "$root/scripts/pipeline/manifest.py" finish "$work/cut" >/dev/null 2>&1 || true  # a finish time does not make it done
+    bash "$root/scripts/reproduce.sh" --resume "$work/cut" >"$work/resume.log" 2>&1 || { tail -20 "$work/resume.log"; fail "--resume failed"; }
+    grep -q "resuming: [0-9]* of $total runs finished before" "$work/resume.log" || fail "the sweep did not resume"
+    $py - "$work/whole/results.csv" "$work/cut/results.csv" "$work/cut/run.json" <<'PY' || fail "the resumed run's rows differ from the whole run's"
+import csv, json, sys
+key = lambda r: (r["topology"], r["workload"], r["mode"], r["procs"], r["bind_asked"], r["repetition"], r["ok"])
+a, b = (sorted(key(r) for r in csv.DictReader(open(p))) for p in sys.argv[1:3])
+assert a == b, (len(a), len(b), set(a) ^ set(b))
+m = json.load(open(sys.argv[3]))
+assert all(s["status"] == "done" for s in m["steps"]) and len(m["revisions"]) == 1 and m["resumed"], m
+PY
+    said=$(bash "$root/scripts/reproduce.sh" "${args[@]}" --out "$work/whole" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "holds a run already" <<<"$said" || fail "a second run into a run's directory was not refused (exit $rc)"
+    said=$(bash "$root/scripts/reproduce.sh" --resume "$work/whole" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "nothing to resume" <<<"$said" || fail "resuming a finished run was not refused (exit $rc)"
+    $py - "$work/cut/run.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["build"]["id"] = "0" * 16
+m["steps"][0]["status"] = "failed"
+json.dump(m, open(sys.argv[1], "w"))
+PY
+    said=$(bash "$root/scripts/reproduce.sh" --resume "$work/cut" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "the executables changed" <<<"$said" || fail "resuming with other executables was not refused (exit $rc)"
+    said=$(bash "$root/scripts/reproduce.sh" --resume "$work/nowhere" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "no such results directory" <<<"$said" || fail "resuming no directory was not refused (exit $rc)"
+    echo "reproduce.sh --resume: a run killed after $cut_rows of $total sweep rows resumed to the same rows; refusals hold"
     ;;
   ablation)
     build=$2 work=$3/ablation-quick

@@ -21,6 +21,7 @@ Checks, each failure printed with its line:
 Exit status 0 when every rule holds, 1 when one is broken, 2 on bad usage.
 """
 import re
+import tomllib
 import sys
 from pathlib import Path
 
@@ -173,6 +174,41 @@ def main() -> int:
             problems.append(f"paper.tex uses \\{name}, which {where[1]} does not define")
         if name.startswith("table") and f"newcommand{{\\{name}}}" not in tables:
             problems.append(f"paper.tex uses \\{name}, which {tables_tex} does not define")
+
+    # 7. the findings and the claims (paper/claims.toml): every \claim names a claim, and a
+    # paragraph that states a finding (a number some claim rests on, or any verdict or count of
+    # differences) cites a claim that rests on it, so the text and the check cannot drift apart
+    claims_path = paper / "claims.toml"
+    claims = {}
+    if not claims_path.is_file():
+        problems.append(f"{claims_path}: no such file (the catalogue of the paper's claims)")
+    else:
+        try:
+            claims = {c["id"]: set(c.get("numbers", [])) for c in tomllib.loads(claims_path.read_text()).get("claim", [])}
+        except (tomllib.TOMLDecodeError, KeyError) as e:
+            problems.append(f"{claims_path}: does not parse: {e}")
+    resting = set().union(*claims.values()) if claims else set()
+    finding = re.compile(r"(Verdict|Faster|Slower|Differ)$")
+    for match in re.finditer(r"(?:[^\n]|\n(?!\s*\n))+", text):  # paragraphs: text between blank lines
+        para = match.group(0)
+        line = text.count("\n", 0, match.start()) + 1 + len(para) - len(para.lstrip("\n"))
+        cites = re.findall(r"\\claim\{([^}]*)\}", para)
+        for cid in cites:
+            if cid not in claims:
+                problems.append(f"paper.tex:{line}: \\claim{{{cid}}} is not a claim of {claims_path.name}")
+        backing = set().union(*(claims.get(c, set()) for c in cites)) if cites else set()
+        for macro in sorted(set(re.findall(r"\\num([A-Za-z]+)", para))):
+            base = re.sub(r"(CI|Verdict)$", "", macro)
+            name = base if base in resting else macro
+            if name not in resting and not finding.search(macro):
+                continue  # a setting or a description, not a finding
+            if name not in resting:
+                problems.append(f"paper.tex:{line}: states a finding (\\num{macro}) that no claim of "
+                                f"{claims_path.name} rests on")
+            elif name not in backing:
+                owners = sorted(c for c, ns in claims.items() if name in ns)
+                problems.append(f"paper.tex:{line}: states a finding (\\num{macro}) without citing its claim "
+                                f"(\\claim{{{owners[0]}}})")
 
     for p in problems:
         print(f"paper_check.py: {p}")

@@ -9,4 +9,6 @@ other as `from pipeline import explib`, with scripts/ on the path (each command 
   plot         the figures and the paper's numbers, tables and captions from a results directory,
                a module each in figures/ (draw(run) and MACROS, the literal name of every macro)
   results_md   the same numbers as Markdown (generated/results.md)
+  report       the run as one self-contained web page (RUN_DIR/index.html): claims, steps,
+               figures, tables, links
 """

@@ -107,3 +107,21 @@ STATS_COUNTERS = ["created", "runs", "runs_home", "runs_away", "steals_same_node
 # at least this share of goroutine runs on their home node, and at most this many goroutines
 # moved across nodes per one that flat mode moves.
 LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
+
+
+# ---- How long a run takes: reproduce.sh's estimate (scripts/pipeline/manifest.py estimate) ----
+# Each step's seconds in the reference run of each profile on the reference machine (the 2-CPU
+# VM of README.md's "The machine", at the revision in REFERENCE_RUN), and what the calibration
+# (CALIBRATION: workload, size, its seconds there, flat mode at 1 P) took there; a machine's
+# estimate scales them by its own calibration, and the sweep's by its plan's runs.
+REFERENCE_RUN = "PLACEHOLDER"
+CALIBRATION = ("fib", "small", 1.0)
+STEP_SECONDS = {
+    "quick": {"build": 0, "sweep": 60, "ablation": 10, "micro": 20, "preempt": 20, "net": 20, "numa": 10, "trace": 10,
+              "virtual": 60, "plot": 20, "claims": 2, "paper": 30, "report": 2},
+    "default": {"build": 0, "sweep": 1200, "ablation": 300, "micro": 120, "preempt": 240, "net": 120, "numa": 60,
+                "trace": 60, "virtual": 900, "plot": 40, "claims": 2, "paper": 40, "report": 3},
+}
+REFERENCE_SWEEP_RUNS = {"quick": 100, "default": 1500}
+VIRTUAL_STEPS = ("virtual",)
+

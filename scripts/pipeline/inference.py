@@ -52,10 +52,13 @@ class Comparison:
         return above if self.ratio > 1 else below
 
 
-def compare(a: list[float], b: list[float], seed: int = SEED) -> Comparison:
+def compare(a: list[float], b: list[float], seed: int = SEED, permutations: int = PERMUTATIONS) -> Comparison:
     """a's median over b's (positive values), with its interval and p-value; differs is the
     comparison alone at ALPHA (judge() corrects a family). With fewer than two values on a side
-    there is no interval and no test: the ratio alone, p = 1 (no difference can be called)."""
+    there is no interval and no test: the ratio alone, p = 1 (no difference can be called).
+    The p-value is never below 1 / (permutations + 1): a family of m comparisons needs more
+    than m / ALPHA of them before Holm's correction can call anything (scripts/compare.py's
+    families are that large)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) < 1 or len(y) < 1 or (x <= 0).any() or (y <= 0).any():
         raise ValueError("compare: positive values on each side")
@@ -70,9 +73,9 @@ def compare(a: list[float], b: list[float], seed: int = SEED) -> Comparison:
     # ones (the median of logs, not the log of the median: with an even n they differ).
     pooled = np.log(np.concatenate([x, y]))
     observed = abs(np.median(pooled[:len(x)]) - np.median(pooled[len(x):]))
-    perms = rng.permuted(np.tile(pooled, (PERMUTATIONS, 1)), axis=1)
+    perms = rng.permuted(np.tile(pooled, (permutations, 1)), axis=1)
     stats = np.abs(np.median(perms[:, :len(x)], axis=1) - np.median(perms[:, len(x):], axis=1))
-    p = float((1 + np.count_nonzero(stats >= observed - 1e-12)) / (PERMUTATIONS + 1))
+    p = float((1 + np.count_nonzero(stats >= observed - 1e-12)) / (permutations + 1))
     return Comparison(ratio, lo, hi, p, len(x), len(y), differs=p <= ALPHA)
 
 

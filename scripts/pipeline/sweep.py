@@ -515,6 +515,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1, help="the seed of the runs' random order (default 1)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the plan, run nothing")
     p.add_argument("--render", action="store_true", help="rewrite OUT/sweep.md from OUT/results.csv; run nothing")
+    p.add_argument("--resume", action="store_true",
+                   help="keep OUT/results.csv's successful runs and run only the rest of the plan "
+                        "(reproduce.sh --resume; the caller checks that the build is the same)")
     p.add_argument("--rehearsal", metavar="WHY", default="",
                    help="label the run a rehearsal (why, e.g. 'a QEMU TCG guest'): its timings are never results")
     args = p.parse_args()
@@ -648,13 +651,20 @@ def main() -> int:
     print(f"{PROG}: {len(runs)} runs: {len(workloads)} workloads x {len(configs)} configurations "
           f"(topology, mode, Ps) x {reps} repetitions, {size} sizes ({vsize} on the virtual set); "
           f"results in {out}", file=sys.stderr)
-    progress = explib.Progress(len(runs))
     rows, failures = [], 0
+    done = finished_runs(out / "results.csv", {run_key(*r) for r in runs}) if args.resume else {}
+    if args.resume:
+        print(f"{PROG}: resuming: {len(done)} of {len(runs)} runs finished before, {len(runs) - len(done)} to run",
+              file=sys.stderr)
+    progress = explib.Progress(len(runs) - len(done))
     with open(out / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
+        writer.writerows(done.values())  # as read: strings, rows typed again below
         for rep, t, w, m, n, b in runs:
-            run_id = f"{t.name}-{m}-{b}-p{n}-{w}-r{rep}"
+            run_id = run_key(rep, t, w, m, n, b)
+            if run_id in done:
+                continue
             row = one_run(build, vexe if t.virtual else exe, go_exe, runner, logs, run_id, t, w, m, n, b, rep,
                           vsize if t.virtual else size, real_cpus,
                           perf=perf, peer=peers.get(m, (None,))[0])
@@ -663,6 +673,8 @@ def main() -> int:
             progress.finished(f"{w:13} {t.name:7} {m:4} {b:4} {n:3} Ps  rep {rep}: "
                               + (shown if row["ok"] == 1 else "FAILED"))
 
+    if done:
+        rows = explib.read_results(out / "results.csv")
     summary = summarize(rows, machine_json)
     (out / "sweep.md").write_text(summary["markdown"])
     print("\n" + summary["text"])
@@ -685,6 +697,29 @@ def main() -> int:
         print(f"{PROG}: {failures} of {len(runs)} runs failed (logs in {logs})", file=sys.stderr)
         return 1
     return 0
+
+
+def run_key(rep, t, w, m, n, b) -> str:
+    """A run's name in the plan, its logs and --resume."""
+    return f"{getattr(t, 'name', t)}-{m}-{b}-p{n}-{w}-r{rep}"
+
+
+def finished_runs(path: Path, planned: set[str]) -> dict[str, dict]:
+    """The successful runs of an interrupted sweep's results.csv that its plan still has, by run
+    key: a failed run (perhaps the one the interruption killed) runs again, and a last row cut
+    short by the interruption is dropped."""
+    if not path.exists():
+        return {}
+    done = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if None in row.values() or None in row or row.get("ok") != "1":
+                continue  # cut short, or failed
+            key = run_key(row["repetition"], row["topology"], row["workload"], row["mode"], row["procs"],
+                          row["bind_asked"])
+            if key in planned:
+                done[key] = row
+    return done
 
 
 def render(out: Path) -> int:

@@ -25,6 +25,9 @@ MACROS = (
     "MemorySpeedupMaxTwo",
     "MemorySpeedupRowsTwo",
     "MemorySpeedupTwo",
+    "MemoryRealFlatOverNuma",
+    "MemoryRealFlatOverNumaCI",
+    "MemoryRealFlatOverNumaVerdict",
 )
 
 
@@ -38,6 +41,14 @@ def draw(p: Run) -> None:
         p.geomean_interval(macro, [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
                                       for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
                               p.where("results.csv"))
+    # The one hardware answer: the memory-bound workloads on this machine's own topology, when
+    # it has more than one node (n/a on a one-node machine, where only emulations ran).
+    emulated = {r["topology"] for r in p.rows if r["emulated"]}
+    spr = p.spreads(lambda r: r["kind"] == "memory" and r["topology"] not in emulated and multi(r) and fits(r))
+    p.geomean_interval("MemoryRealFlatOverNuma",
+                       [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
+                        for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
+                       p.where("results.csv") + ": geometric mean of flat/numa, memory-bound, real topology")
     spr = p.spreads(lambda r: r["workload"] in MEMORY and multi(r))
     med = {k: v.median for k, v in spr.items()}
     keys = sorted({(k[0], k[1], k[2]) for k in med if (k[0], k[1], k[2], "flat") in med and (k[0], k[1], k[2], "numa") in med})
