@@ -252,7 +252,7 @@ step_numa() {
   return $rc
 }
 step_trace() { $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}"; }
-# VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
+# VIRTUAL TIME: every row says clock = virtual. Eight repetitions (the sweep's default), every
 # model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only (Go
 # and the peers cannot run in it). Then virtual time's validation: agreement with real time at 1
 # and 2 Ps, fork-join on 1 to 256 virtual CPUs against the work and span laws, a greedy envelope

@@ -19,7 +19,7 @@ tests/inference_test.py measures the false-positive rate between identical sampl
 and per family, and the power against a real difference. A permutation test's smallest p-value
 is 2 / C(n_a + n_b, n_a): with 3 runs a side it is 0.10, so nothing can be called at ALPHA, and
 with 4 a side, 0.029, too large for Holm in any family of two or more. The pipeline quotes
-ratios from 10 runs a side.
+ratios from 8 (the sweep's default) or 10 runs a side.
 """
 from __future__ import annotations
 
