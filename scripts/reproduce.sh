@@ -30,11 +30,11 @@
 # judged on this run: holds, does not hold, inconclusive, not applicable), DIR/index.html (the
 # report: open it in a browser), DIR/paper/paper.pdf, DIR/run.json (revision, build, arguments,
 # each step's status and time) and DIR/reproduce.log. A run writes nothing outside DIR (and
-# results/latest, and its builds): copying a run into paper/ is scripts/publish.sh's, a
+# results/latest, and its builds): copying a run into paper/ is scripts/dev/publish.sh's, a
 # maintainer's step.
 #   --resume DIR      continue an interrupted run: the same arguments, the steps not done, the
 #                     sweep's unfinished runs only; refused unless the clone is at the run's
-#                     revision, clean, and the build's executables are the ones that began it
+#                     revision with the same uncommitted changes (none, or the same), and the build's executables are the ones that began it
 # It prints its estimate (the plan of runs and a calibration here) before the first step and its
 # total at the end.
 # Bad input (an unknown workload, a missing topology file, a P count out of range) exits with
@@ -61,13 +61,13 @@ resume=""
 if [ "${1:-}" = --resume ]; then
   [ $# -eq 2 ] && [ -n "$2" ] || { echo "reproduce.sh: --resume takes one results directory and nothing else" >&2; usage; }
   resume=$(absolute "$2")
+  [ -d "$resume" ] && resume=$(cd "$resume" && pwd -P)  # results/latest is a link: the run itself
   saved=$($py scripts/pipeline/manifest.py resume "$resume") || exit 2
   mapfile -t saved_args <<<"$saved"
   [ -z "$saved" ] && saved_args=()
   set -- ${saved_args[@]+"${saved_args[@]}"} --out "$resume"
   echo "reproduce.sh: resuming $resume with: ${saved_args[*]:-(the default run)}"
 fi
-original_args=("$@")
 profile=default
 sweep_args=()
 only=""
@@ -191,9 +191,15 @@ elif [ -e "$out/run.json" ]; then
   exit 2
 fi
 mkdir -p "$out"
-out=$(cd "$out" && pwd)
-case "$out" in "$PWD"/results/*) ln -sfn "$out" results/latest ;; esac
+out=$(cd "$out" && pwd -P)
+# One reproduce.sh at a time writes a run: a second, or a --resume while the first still runs,
+# is refused.
+exec 9>"$out/.lock"
+flock -n 9 || { echo "reproduce.sh: another reproduce.sh is writing $out" >&2; exit 2; }
+case "$out" in "$(pwd -P)"/results/*) ln -sfn "$out" results/latest ;; esac
 exec > >(tee -a "$out/reproduce.log") 2>&1
+# Killed, a run takes its running step with it (a step left running is run again on --resume).
+trap 'trap - TERM INT HUP; pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT HUP
 tee_pid=$!
 finish() {  # the exit status, once tee has written the whole log
   exec >&- 2>&-
@@ -201,6 +207,10 @@ finish() {  # the exit status, once tee has written the whole log
   exit "$1"
 }
 
+# The run's arguments as run.json keeps them for --resume: every path absolute.
+run_args=(${profile_flag[@]+"${profile_flag[@]}"} ${sweep_args[@]+"${sweep_args[@]}"} ${rehearsal[@]+"${rehearsal[@]}"})
+[ -z "$own_build" ] && run_args+=(--build-dir "$build")
+[ -n "$vbuild_given" ] && run_args+=(--virtual-build-dir "$vbuild_given")
 steps=(sweep)
 [ -z "$only" ] && steps+=(ablation micro preempt net numa trace)
 [ -n "$vbuild" ] && steps+=(virtual)
@@ -208,9 +218,9 @@ steps+=(plot claims paper report)
 started=$(date +%s)
 step=0
 estimate=$($py scripts/pipeline/manifest.py estimate --profile "$profile" --build "$build" --sweep-runs "${sweep_runs:-0}" \
-  ${vbuild:+--virtual} ${only:+--only})
+  ${vbuild:+--virtual} ${only:+--only} ${rehearsal[@]+--no-calibration})
 $py scripts/pipeline/manifest.py init "$out" --profile "$profile" --build "$build" ${vbuild:+--virtual-build "$vbuild"} \
-  --steps "$(IFS=,; echo "${steps[*]}")" --estimate "$estimate" ${resume:+--resuming} --args ${original_args[@]+"${original_args[@]}"}
+  --steps "$(IFS=,; echo "${steps[*]}")" --estimate "$estimate" ${resume:+--resuming} --args ${run_args[@]+"${run_args[@]}"}
 clock() { echo "$(( $1 / 60 ))m$(( $1 % 60 ))s"; }
 echo "reproduce.sh: ${#steps[@]} steps, estimated $(clock "$estimate") on this machine (run.json; the estimate's parts above)"
 failed=()
@@ -252,7 +262,7 @@ step_numa() {
   return $rc
 }
 step_trace() { $py scripts/pipeline/tracer.py "$build" "$out/trace" "${quick[@]}"; }
-# VIRTUAL TIME: every row says clock = virtual. Eight repetitions (the sweep's default), every
+# VIRTUAL TIME: every row says clock = virtual. Ten repetitions (the sweep's default), every
 # model constant given (catalogue.VIRTUAL_MODEL), every run seeded; flat and NUMA mode only (Go
 # and the peers cannot run in it). Then virtual time's validation: agreement with real time at 1
 # and 2 Ps, fork-join on 1 to 256 virtual CPUs against the work and span laws, a greedy envelope

@@ -188,7 +188,7 @@ def main() -> int:
         except (tomllib.TOMLDecodeError, KeyError) as e:
             problems.append(f"{claims_path}: does not parse: {e}")
     resting = set().union(*claims.values()) if claims else set()
-    finding = re.compile(r"(Verdict|Faster|Slower|Differ)$")
+    finding = re.compile(r"(Verdict|Faster|Slower|Differ)(?=[A-Z]|$)")
     for match in re.finditer(r"(?:[^\n]|\n(?!\s*\n))+", text):  # paragraphs: text between blank lines
         para = match.group(0)
         line = text.count("\n", 0, match.start()) + 1 + len(para) - len(para.lstrip("\n"))

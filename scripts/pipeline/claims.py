@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import operator
 import sys
 import tomllib
@@ -152,9 +153,10 @@ class RunFacts:
         self.machine = read_json(run / "machine.json") or {}
         self.manifest = read_json(run / "run.json") or {}
         settings = (read_json(run / "sweep.json") or {}).get("settings", {})
-        self.modes = set(settings.get("modes", []))
-        if not self.modes and (run / "results.csv").exists():  # a directory without sweep.json
-            self.modes = {r["mode"] for r in explib.read_results(run / "results.csv")}
+        # The modes that ran (a twin that was not built, or Go without its toolchain, is asked
+        # for but leaves no row), not the modes asked for.
+        self.modes = ({r["mode"] for r in explib.read_results(run / "results.csv") if r["ok"] == 1}
+                      if (run / "results.csv").exists() else set())
         steps = self.manifest.get("steps")
         if steps:  # run.json (reproduce.sh) says which steps ran to the end
             ran = {s["name"] for s in steps if s.get("status") == "done"}
@@ -174,7 +176,8 @@ class RunFacts:
         if self.machine.get("rehearsal") and c["where"] != "virtual":
             return f"a rehearsal ({self.machine['rehearsal']}): no timing of it is a result"
         if c["where"] == "real-multinode":
-            nodes = int(self.machine.get("nodes_with_cpus") or self.machine.get("nodes") or 1)
+            nodes = int(self.machine.get("topologies", {}).get("machine", {}).get("nodes_with_cpus")
+                        or self.machine.get("numa_nodes") or 1)
             if nodes < 2:
                 return f"this machine has {nodes} NUMA node: the claim needs real multi-node hardware"
         if c["step"] not in self.planned:
@@ -223,7 +226,10 @@ def judge(c: dict, facts: RunFacts, numbers: dict) -> dict:
     if c["step"] not in facts.ran:
         return {**out, "verdict": "missing", "reason": f"the {c['step']} step failed or did not finish "
                 f"(run.json); {STEP_FILES[c['step']]} is incomplete"}
-    names = set(c["numbers"]) | expression_names(c.get("requires") or "0") | expression_names(c.get("holds") or "0")
+    # What the test reads must be there; the other numbers a claim shows may be n/a (a range of
+    # the faster rows when none is faster).
+    names = ({c[k] for k in ("number", "also") if k in c} | expression_names(c.get("requires") or "0")
+             | expression_names(c.get("holds") or "0"))
     missing = sorted(n for n in names if (numbers.get(n) or {}).get("value") is None)
     if missing:
         what = f"{', '.join(missing)} n/a"
@@ -242,14 +248,19 @@ def judge(c: dict, facts: RunFacts, numbers: dict) -> dict:
         ok = evaluate(c["holds"], values)
         return {**out, "verdict": "holds" if ok else "does not hold", "reason": ""}
     verdicts = [interval_verdict(c, numbers[n]) for n in (c["number"], c.get("also")) if n]
-    for v, reason in verdicts:  # the weakest verdict of the numbers tested
-        if v != "holds":
-            return {**out, "verdict": v, "reason": reason}
+    # The weakest verdict of the numbers tested: one that does not hold decides, then one that
+    # cannot be told.
+    for weakest in ("does not hold", "inconclusive"):
+        for v, reason in verdicts:
+            if v == weakest:
+                return {**out, "verdict": v, "reason": reason}
     return {**out, "verdict": "holds", "reason": ""}
 
 
 def interval_verdict(c: dict, entry: dict) -> tuple[str, str]:
     iv = entry.get("interval")
+    if iv and not all(math.isfinite(v) for v in iv):
+        return "inconclusive", f"the interval {iv} is not finite"
     if not iv or iv[0] == iv[1]:
         return "inconclusive", "no interval (one repetition?): a ratio alone cannot be tested"
     lo, hi = iv
@@ -262,9 +273,9 @@ def interval_verdict(c: dict, entry: dict) -> tuple[str, str]:
     m = c["margin"]
     if 1 / m <= lo and hi <= m:
         return "holds", ""
-    if lo > 1 or hi < 1:
-        return "does not hold", f"the interval [{lo:.3g}, {hi:.3g}] excludes 1"
-    return "inconclusive", f"the interval [{lo:.3g}, {hi:.3g}] holds 1 but reaches beyond [{1 / m:.3g}, {m:g}]"
+    if lo > m or hi < 1 / m:
+        return "does not hold", f"the interval [{lo:.3g}, {hi:.3g}] lies outside [{1 / m:.3g}, {m:g}]"
+    return "inconclusive", f"the interval [{lo:.3g}, {hi:.3g}] reaches beyond [{1 / m:.3g}, {m:g}]"
 
 
 def condition_text(c: dict) -> str:

@@ -16,10 +16,13 @@ one at 5% finds about one difference by chance alone. Here:
   the chance of any false difference in the family at ALPHA.
 
 tests/inference_test.py measures the false-positive rate between identical samples, one by one
-and per family, and the power against a real difference. A permutation test's smallest p-value
-is 2 / C(n_a + n_b, n_a): with 3 runs a side it is 0.10, so nothing can be called at ALPHA, and
-with 4 a side, 0.029, too large for Holm in any family of two or more. The pipeline quotes
-ratios from 8 (the sweep's default) or 10 runs a side.
+and per family, and the power against a real difference. The test's smallest p-value has a
+floor: relabellings that leave both samples' middle values in place leave the medians unmoved,
+so even two samples that do not overlap give p >= 2 C(2k, k) / C(2n, n) with n runs a side and
+k = (n - 1) // 2: 0.10 at 3 a side (nothing can be called at ALPHA), 0.0031 at 8 (nothing in a
+family of more than 16 under Holm), 0.00076 at 10 (up to 65). The pipeline quotes ratios from
+10 runs a side, and its families (a topology's rows, a machine and level of the hierarchy's
+trial) are smaller than 65.
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ def compare(a: list[float], b: list[float], seed: int = SEED, permutations: int 
     comparison alone at ALPHA (judge() corrects a family). With fewer than two values on a side
     there is no interval and no test: the ratio alone, p = 1 (no difference can be called).
     The p-value is never below 1 / (permutations + 1): a family of m comparisons needs more
-    than m / ALPHA of them before Holm's correction can call anything (scripts/compare.py's
+    than m / ALPHA of them before Holm's correction can call anything (scripts/tools/compare.py's
     families are that large)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) < 1 or len(y) < 1 or (x <= 0).any() or (y <= 0).any():

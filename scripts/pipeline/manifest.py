@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A run's manifest, RESULTS_DIR/run.json: which revision and build made it, with what arguments,
 its steps and how long each took, and its estimate. reproduce.sh keeps it; --resume, publishing
-(scripts/publish.sh), the claims, compare.py and the report read it.
+(scripts/dev/publish.sh), the claims, compare.py and the report read it.
 
   manifest.py init DIR --profile P --build B [--virtual-build V] --steps a,b,.. --estimate S --args ARGS...
   manifest.py step DIR NAME STATUS [SECONDS]     STATUS: running, done, failed, skipped
@@ -14,8 +14,8 @@ its steps and how long each took, and its estimate. reproduce.sh keeps it; --res
                                                  the run's estimate in seconds, from the reference
                                                  times of each step and a calibration here
 
-The invariants: a run is one revision; a run resumed must be resumed at that revision, from a
-clean tree, with byte-identical executables (build id: a hash of them), or it is refused; a
+The invariants: a run is one revision; a run resumed must be resumed at that revision, with
+the same uncommitted changes (none, or the same ones: their hash), with byte-identical executables (build id: a hash of them), or it is refused; a
 step is "done" only when its script returned, so a killed step is run again on resume.
 """
 from __future__ import annotations
@@ -35,42 +35,51 @@ from pipeline import catalogue, explib  # noqa: E402
 
 PROG = "manifest.py"
 VERSION = 1
-# The executables a run's numbers come from: the build id hashes them, so that a resumed run
-# can prove it ran the same code (a rebuild of unchanged sources leaves them byte for byte).
-EXECUTABLES = ("experiments/nugo-workload", "experiments/nugo-bench", "experiments/nugo-locality",
-               "experiments/nugo-preempt-bench", "topology/nugo-topo")
+# The executables a run's numbers come from: the build id hashes every one in these folders
+# of the build, so that a resumed run can prove it ran the same code (a rebuild of unchanged
+# sources leaves them byte for byte) - the peers' twins included. Go's twin is left out: the
+# sweep builds it into the build folder after the manifest is written (machine.json records
+# Go's version).
+EXECUTABLE_DIRS = ("experiments", "topology")
+NOT_HASHED = {"go-workload"}
+# The steps that only derive from the others' files: when a resumed run runs any other step
+# again, these run again too, so that no figure, number, claim or report describes the data
+# before the resume.
+DERIVED = ("plot", "claims", "paper", "report")
 
 
 def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def git(*args: str) -> str:
+def git(*args: str) -> bytes:
     try:
-        return subprocess.run(["git", "-C", str(explib.ROOT), *args], capture_output=True, text=True,
+        return subprocess.run(["git", "-C", str(explib.ROOT), *args], capture_output=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return ""
+        return b""
 
 
 def revision() -> tuple[str, bool, str]:
     """HEAD, whether tracked files differ from it (untracked files, results/ and builds are not
     sources), and a hash of those differences: two trees with the same revision and the same
-    hash hold the same sources."""
+    hash hold the same sources. Without git (a tarball) the revision is "unknown", which
+    --resume and publishing refuse."""
     diff = git("diff", "HEAD", "--binary")
-    return (git("rev-parse", "HEAD") or "unknown", bool(diff),
-            hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else "")
+    return (git("rev-parse", "HEAD").decode() or "unknown", bool(diff),
+            hashlib.sha256(diff).hexdigest()[:16] if diff else "")
 
 
 def build_id(build: Path) -> dict:
     h = hashlib.sha256()
     found = []
-    for rel in EXECUTABLES:
-        path = build / rel
-        if path.exists():
-            h.update(rel.encode())
-            h.update(path.read_bytes())
-            found.append(rel)
+    for d in EXECUTABLE_DIRS:
+        for path in sorted((build / d).glob("*")) if (build / d).is_dir() else []:
+            if path.is_file() and os.access(path, os.X_OK) and path.name not in NOT_HASHED:
+                rel = f"{d}/{path.name}"
+                h.update(rel.encode())
+                h.update(path.read_bytes())
+                found.append(rel)
     cache = build / "CMakeCache.txt"
     kind = ""
     if cache.exists():
@@ -110,6 +119,10 @@ def cmd_init(a) -> int:
     rev, dirty, changes = revision()
     prior = json.loads(path_of(a.dir).read_text()) if a.resuming and path_of(a.dir).exists() else None
     if prior:  # resumed: keep what is done, record the (same) revision again
+        if any(st["status"] != "done" for st in prior["steps"] if st["name"] not in DERIVED):
+            for st in prior["steps"]:
+                if st["name"] in DERIVED:
+                    st["status"] = "pending"
         prior["revisions"] = sorted(set(prior.get("revisions", [])) | {rev})
         prior["resumed"] = prior.get("resumed", []) + [now()]
         prior["finished"] = None
@@ -152,6 +165,9 @@ def cmd_finish(a) -> int:
 def cmd_resume(a) -> int:
     data = load(a.dir)
     rev, dirty, changes = revision()
+    if rev == "unknown":
+        return explib.bad_input(PROG, "no git revision here (a tree without .git?): the run's sources cannot be "
+                                      "shown to be these, so it cannot be resumed")
     if rev != data["revision"]:
         return explib.bad_input(PROG, f"{a.dir}: made by revision {data['revision'][:12]}, this clone is at "
                                       f"{rev[:12]}: a run is one revision (check out {data['revision'][:12]} to resume it)")
@@ -186,7 +202,7 @@ def calibrate(build: Path) -> float:
     for _ in range(3):
         t = time.monotonic()
         subprocess.run([str(exe), catalogue.CALIBRATION[0], "--size", catalogue.CALIBRATION[1]], env=env,
-                       capture_output=True, check=True)
+                       capture_output=True, check=True, timeout=60)
         best = min(best, time.monotonic() - t)
     return best / catalogue.CALIBRATION[2]
 
@@ -194,8 +210,10 @@ def calibrate(build: Path) -> float:
 def cmd_estimate(a) -> int:
     ref = catalogue.STEP_SECONDS["quick" if a.profile == "quick" else "default"]
     try:
+        if a.no_calibration:
+            raise OSError("--no-calibration (a rehearsal: a guest's speed means nothing)")
         factor = calibrate(a.build)
-    except (OSError, subprocess.CalledProcessError) as e:
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         print(f"{PROG}: no calibration ({e}); the estimate assumes the reference machine's speed", file=sys.stderr)
         factor = 1.0
     sweep_scale = a.sweep_runs / catalogue.REFERENCE_SWEEP_RUNS[a.profile if a.profile == "quick" else "default"]
@@ -243,6 +261,7 @@ def main(argv=None) -> int:
     p.add_argument("--sweep-runs", type=int, required=True)
     p.add_argument("--virtual", action="store_true", help="the virtual steps run")
     p.add_argument("--only", action="store_true", help="the sweep only (--only)")
+    p.add_argument("--no-calibration", action="store_true", help="the reference machine's speed")
     a = ap.parse_args(argv)
     return {"init": cmd_init, "step": cmd_step, "finish": cmd_finish, "resume": cmd_resume,
             "check-build": cmd_check_build, "estimate": cmd_estimate}[a.cmd](a)

@@ -78,7 +78,7 @@ On an emulated topology the memory-bound workloads run with the emulated memory 
 model (experiments/workloads/README.md), and every such row says so (latency_model = 1).
 The Go twins run on `machine` only: Go cannot be shown a topology.
 
-Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 8
+Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 10
 repetitions; 3 for an oversubscribed configuration, whose timings are never quoted; the C++
 peers at the largest P count only), --full (large sizes, every P count 1, 2, 4, ... up to the
 PUs, 10 repetitions; for a real multi-socket machine). --repetitions overrides.
@@ -124,7 +124,7 @@ MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
 OVERSUBSCRIBED_REPS = 3
-REPETITIONS = {"quick": 1, "default": 8, "full": 10}
+REPETITIONS = {"quick": 1, "default": 10, "full": 10}
 VIRTUAL_SIZES = {"quick": "tiny", "default": "small", "full": "default"}  # the virtual set's, by profile
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
@@ -531,9 +531,10 @@ def main() -> int:
     # The virtual set's runs take 3 to 30 s of real time at default sizes on 96 to 384 virtual
     # CPUs: a size smaller, so that its repetitions fit reproduce.sh's budget (every row says its size).
     vsize = VIRTUAL_SIZES[profile]
-    # Eight a side: the permutation test's smallest p-value is then 2 / C(16, 8) = 0.00016, far
-    # below Holm's threshold for the largest family (a topology's rows), so the test keeps its
-    # power; ten would cost the default run a fifth more time for little.
+    # Ten a side, not fewer: the permutation test of medians has a floor where the two samples'
+    # middle values leave the medians unmoved, 2 C(2k, k) / C(2n, n) with k = (n - 1) // 2 (0.0031
+    # at 8 a side, 0.00076 at 10), and Holm's first step in a family of a topology's 26 rows
+    # needs 0.05 / 26 = 0.0019: at 8 a side such a table could call nothing.
     reps = args.repetitions if args.repetitions is not None else REPETITIONS[profile]
     if reps < 1:
         return explib.bad_input(PROG, f"--repetitions {reps}: at least 1")

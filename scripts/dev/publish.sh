@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # For the project's maintainers: make one run the paper's published results.
 #
-#   scripts/publish.sh RESULTS_DIR
+#   scripts/dev/publish.sh RESULTS_DIR
 #
 # Copies the run's figures into paper/figures/ and its numbers, tables, captions, results.md and
 # claims into paper/generated/ (and its PDF to paper/paper.pdf, which git ignores), replacing
@@ -17,8 +17,8 @@
 # Then commit paper/ with the run's revision in the message.
 set -euo pipefail
 caller=$PWD
-cd "$(dirname "$0")/.."
-[ $# -eq 1 ] || { echo "usage: scripts/publish.sh RESULTS_DIR" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+[ $# -eq 1 ] || { echo "usage: scripts/dev/publish.sh RESULTS_DIR" >&2; exit 2; }
 case "$1" in /*) run=$1 ;; *) run=$caller/$1 ;; esac
 [ -d "$run" ] || { echo "publish.sh: $1: no such results directory" >&2; exit 2; }
 run=$(cd "$run" && pwd)
@@ -48,9 +48,13 @@ partial = [a for a in m.get("args", []) if a in ("--only", "--modes", "--procs",
                                                  "--virtual-build-dir", "--rehearsal")]
 if partial:
     why.append(f"not a complete run: {', '.join(partial)}")
-for f in ("figures", "generated/numbers.tex", "generated/results.md", "claims.json"):
+for f in ("generated/numbers.tex", "generated/numbers.json", "generated/results.md", "claims.json", "claims.md"):
     if not (run / f).exists():
         why.append(f"{f} missing")
+if not list((run / "figures").glob("*.png")):
+    why.append("figures/ has no figure")
+if m.get("revision", "unknown") == "unknown":
+    why.append("no revision recorded (made without git)")
 if why:
     sys.exit("publish.sh: refusing to publish " + str(run) + ":\n  " + "\n  ".join(why))
 PY
@@ -59,7 +63,7 @@ if [ -n "$(git status --porcelain -- paper)" ]; then
   exit 2
 fi
 mkdir -p paper/figures paper/generated
-rm -f paper/figures/*.png paper/generated/*  # nothing stale stays
+rm -f paper/figures/*.png paper/generated/* paper/paper.pdf  # nothing stale stays
 cp "$run"/figures/*.png paper/figures/
 cp "$run"/generated/*.tex "$run"/generated/results.md "$run"/generated/numbers.json "$run"/claims.md "$run"/claims.json \
   paper/generated/
