@@ -110,18 +110,21 @@ LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
 
 
 # ---- How long a run takes: reproduce.sh's estimate (scripts/pipeline/manifest.py estimate) ----
-# Each step's seconds in the reference run of each profile on the reference machine (the 2-CPU
-# VM of README.md's "The machine", at the revision in REFERENCE_RUN), and what the calibration
-# (CALIBRATION: workload, size, its seconds there, flat mode at 1 P) took there; a machine's
-# estimate scales them by its own calibration, and the sweep's by its plan's runs.
-REFERENCE_RUN = "PLACEHOLDER"
-CALIBRATION = ("fib", "small", 1.0)
+# Each step's seconds in a reference run of each profile on this project's 2-CPU VM, and the
+# seconds of the calibration (CALIBRATION: workload, size, best of three, flat mode at 1 P) on
+# it; a machine's estimate scales them by its own calibration, and the sweep's by its plan's
+# runs (REFERENCE_SWEEP_RUNS). quick: the run/run.json of reproduce.sh --quick at 7462521.
+# default: the default run at 5e03ec3 (run.json: sweep of 1,068 runs, ablation, preempt, numa,
+# plot, claims, paper, report as measured); micro, net, trace and virtual are that run's times
+# scaled to the shorter benchmark times and the smaller default plans that followed it (micro,
+# net and the tracer at 0.4 to 0.6 of their benchmark time; the hierarchy's 1,320 runs of
+# 2,520 and the sensitivity's eight repetitions of ten).
+CALIBRATION = ("fib", "default", 0.13)
 STEP_SECONDS = {
-    "quick": {"build": 0, "sweep": 60, "ablation": 10, "micro": 20, "preempt": 20, "net": 20, "numa": 10, "trace": 10,
-              "virtual": 60, "plot": 20, "claims": 2, "paper": 30, "report": 2},
-    "default": {"build": 0, "sweep": 1200, "ablation": 300, "micro": 120, "preempt": 240, "net": 120, "numa": 60,
-                "trace": 60, "virtual": 900, "plot": 40, "claims": 2, "paper": 40, "report": 3},
+    "quick": {"sweep": 3, "ablation": 1, "micro": 30, "preempt": 77, "net": 45, "numa": 10, "trace": 19,
+              "virtual": 12, "plot": 7, "claims": 1, "paper": 7, "report": 2},
+    "default": {"sweep": 941, "ablation": 142, "micro": 190, "preempt": 184, "net": 130, "numa": 68, "trace": 70,
+                "virtual": 900, "plot": 11, "claims": 1, "paper": 5, "report": 1},
 }
-REFERENCE_SWEEP_RUNS = {"quick": 100, "default": 1500}
+REFERENCE_SWEEP_RUNS = {"quick": 228, "default": 1068}
 VIRTUAL_STEPS = ("virtual",)
-

@@ -49,7 +49,8 @@ idle (triad_skew, spmv; --full adds triad, stencil and histogram), and a communi
 
 Profiles: --quick (the Cluster-on-Die machine, tiny sizes, 1 repetition, fib, triad_skew and
 fanin: the CI smoke, whose ratios are not quoted), the default (v4x7, v4x24 and v24x16, small
-sizes, 10 repetitions), --full (every machine of catalogue.HIERARCHY and every workload above).
+sizes, 10 repetitions, the levels sched and latency), --full (every machine of
+catalogue.HIERARCHY, every workload above, the three levels).
 
 Statistics: each comparison is the ratio of two arms' median virtual times with a bootstrap 95%
 interval of the ratio and a permutation test, corrected by Holm's method within a family (one
@@ -165,7 +166,7 @@ def main() -> int:
     p.add_argument("--full", action="store_true", help="every machine of the catalogue, every workload")
     p.add_argument("--only", help=f"workloads, comma-separated (known: {','.join(ALL_WORKLOADS)})")
     p.add_argument("--topology", help=f"virtual machines, comma-separated (known: {','.join(catalogue.HIERARCHY)})")
-    p.add_argument("--arms", help=f"arms, comma-separated (default: all: {','.join(ARMS)})")
+    p.add_argument("--arms", help=f"arms, comma-separated (default: those the comparisons read; --full: all: {','.join(ARMS)})")
     p.add_argument("--levels", help=f"levels, comma-separated (default: {','.join(LEVELS)})")
     p.add_argument("--repetitions", type=int, help="runs of each configuration (1 quick, 10 otherwise)")
     p.add_argument("--seed", type=int, default=1, help="the seed of the runs' random order (default 1)")
@@ -184,8 +185,13 @@ def main() -> int:
     catalogue_workloads = QUICK_WORKLOADS if args.quick else (
         FORK_JOIN[profile] + MEMORY[profile] + COMMUNICATION[profile])
     workloads = sweep.parse_list(args.only) or catalogue_workloads
-    arms = sweep.parse_list(args.arms) or list(ARMS)
-    levels = sweep.parse_list(args.levels) or list(LEVELS)
+    # The default runs the arms its comparisons read (CONTRASTS); --full and --quick every arm
+    # (random and node with pinned placement too, for their counts).
+    used = {"flat", SHIPPED} | {x for c in CONTRASTS for x in c[2:]}
+    arms = sweep.parse_list(args.arms) or [a for a in ARMS if args.full or args.quick or a in used]
+    # The default run takes the two ends, scheduling alone and the whole model (what the claims
+    # and the paper quote); --full and --quick add the cost model's charges alone between them.
+    levels = sweep.parse_list(args.levels) or (list(LEVELS) if args.full or args.quick else ["sched", "latency"])
     for a in arms:
         if a not in ARMS:
             return explib.bad_input(PROG, f"--arms: unknown arm '{a}' (known: {', '.join(ARMS)})")

@@ -159,7 +159,9 @@ def main() -> int:
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
     go = build_go(build)
-    secs, runs = (3, 1) if quick else (10, 3)
+    # Five-second wrk runs: tens of thousands of requests each on this machine, a steady state
+    # long before the end, and three of them per server for the spread.
+    secs, runs = (3, 1) if quick else (5, 3)
 
     servers = {"nugo": Server([str(nugo_http)]), "goraw": Server([str(go["httpraw"])]),
                "go": Server([str(go["http"])])}

@@ -79,9 +79,10 @@ model (experiments/workloads/README.md), and every such row says so (latency_mod
 The Go twins run on `machine` only: Go cannot be shown a topology.
 
 Profiles: --quick (tiny sizes, 1 repetition: the CI smoke), the default (default sizes, 10
-repetitions; 3 for an oversubscribed configuration, whose timings are never quoted; the C++
-peers at the largest P count only), --full (large sizes, every P count 1, 2, 4, ... up to the
-PUs, 10 repetitions; for a real multi-socket machine). --repetitions overrides.
+repetitions; 2 for an oversubscribed configuration, whose timings are never quoted; Go and
+the C++ peers at the largest P count only), --full (large sizes, every P count 1, 2, 4, ... up to the
+PUs, 10 repetitions; for a real multi-socket machine). The virtual set (--topology virtual) takes
+8 repetitions in the default profile: its families are a machine's 13 rows. --repetitions overrides.
 
 Exit status: 0 when every run succeeded, 1 when one failed (wrong result, crash, timeout:
 the others still run, and the failure is in the CSV and on stderr), 2 on bad input (an unknown
@@ -123,8 +124,9 @@ DIVISIBLE = ("triad", "triad_skew", "histogram", "spmv")  # go-workload -part: p
 MODES = ["flat", "numa", "go", GO_PER_NODE, *PEERS]
 RUNTIME_NAMES = {"flat": "nugo flat", "numa": "nugo NUMA", "go": "Go", GO_PER_NODE: "Go per node (numactl)"} | \
     {m: name for m, (_, name) in PEERS.items()}
-OVERSUBSCRIBED_REPS = 3
+OVERSUBSCRIBED_REPS = 2
 REPETITIONS = {"quick": 1, "default": 10, "full": 10}
+VIRTUAL_REPETITIONS = 8
 VIRTUAL_SIZES = {"quick": "tiny", "default": "small", "full": "default"}  # the virtual set's, by profile
 COLUMNS = ["workload", "kind", "size", "topology", "topology_source", "emulated", "machine_kind", "timing_reported",
            "mode", "bind_asked", "bind", "runtime_env", "procs", "oversubscribed", "repetition", "ok", "seconds", "throughput",
@@ -536,6 +538,10 @@ def main() -> int:
     # at 8 a side, 0.00076 at 10), and Holm's first step in a family of a topology's 26 rows
     # needs 0.05 / 26 = 0.0019: at 8 a side such a table could call nothing.
     reps = args.repetitions if args.repetitions is not None else REPETITIONS[profile]
+    # The virtual set's families are a machine's 13 rows, under the floor's limit of 16 at 8 a
+    # side (0.05 / 13 = 0.0038 > 0.0031): 8 repetitions suffice there.
+    if args.repetitions is None and profile == "default" and parse_list(args.topology) == ["virtual"]:
+        reps = VIRTUAL_REPETITIONS
     if reps < 1:
         return explib.bad_input(PROG, f"--repetitions {reps}: at least 1")
     build = args.build_dir.resolve()
@@ -602,8 +608,8 @@ def main() -> int:
             for m in modes:
                 if m in ("go", GO_PER_NODE, *PEERS) and t.emulated:
                     continue  # Go and the peers cannot be shown a topology (nor virtual time)
-                if m in PEERS and profile == "default" and not procs and n != counts[-1]:
-                    continue  # the C++ peers are compared at the largest P count (PeerProcs); --full runs each
+                if m in (*PEERS, "go") and profile == "default" and not procs and n != counts[-1]:
+                    continue  # Go and the C++ peers are compared at the largest P count (PeerProcs); --full runs each
 
                 if m == GO_PER_NODE and (per_node_na or n % len(cpu_nodes()) != 0):
                     continue  # said above; or Ps that do not split evenly over the nodes
