@@ -192,13 +192,11 @@ class RunFacts:
         return None
 
 
-def read_json(path: Path):
-    if not path.exists():
-        return None
+def read_json(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not JSON: {e}") from e
+        return explib.read_json_object(path)
+    except ValueError as e:
+        raise BadInput(str(e)) from e
 
 
 def show(entry: dict | None) -> str:

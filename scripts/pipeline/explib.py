@@ -334,6 +334,20 @@ def read_results(path: Path) -> list[dict]:
         r.setdefault("bind_asked", r["bind"])
     return rows
 
+def read_json_object(path: Path) -> dict | None:
+    """A results file holding one JSON object; None when there is no such file, and ValueError
+    naming the file when it cannot be read or holds something else."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not readable JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
+
+
 def write_json(path: Path, data: dict, settings: dict, commands: list[str]) -> None:
     """Writes data with the settings and commands that produced it, and when and where."""
     record = {"settings": settings, "commands": commands,

@@ -40,7 +40,6 @@ tests/report_test.sh opens the page in headless Chromium and reads both.
 import argparse
 import base64
 import html
-import json
 import os
 import re
 import struct
@@ -110,15 +109,10 @@ class Run:
 
 
 def read_json(path: Path, what: str) -> dict | None:
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BadRun(f"{path}: cannot read {what}: {err}")
-    if not isinstance(data, dict):
-        raise BadRun(f"{path}: {what} is not a JSON object")
-    return data
+        return explib.read_json_object(path)
+    except ValueError as err:
+        raise BadRun(f"{path}: cannot read {what}: {str(err).removeprefix(f'{path}: ')}") from err
 
 
 def load(run_dir: Path) -> Run:

@@ -120,15 +120,10 @@ class Refused(Exception):
 # ---- reading a run ----
 
 def read_json(path: Path) -> dict:
-    if not path.is_file():
-        return {}
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise Refused(f"{path}: not readable JSON ({e})")
-    if not isinstance(data, dict):
-        raise Refused(f"{path}: not a JSON object")
-    return data
+        return explib.read_json_object(path) or {}
+    except ValueError as e:
+        raise Refused(str(e)) from e
 
 
 def read_rows(path: Path, cpus: int | None) -> list[dict]:
