@@ -233,7 +233,7 @@ run() {
   local name=$1 title=$2 now t0 status=done
   now=$(date +%s)
   echo
-  if [ -n "$resume" ] && [ "$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(next((s["status"] for s in d["steps"] if s["name"]==sys.argv[2]), ""))' "$out/run.json" "$name")" = done ]; then
+  if [ -n "$resume" ] && [ "$($py scripts/pipeline/manifest.py status "$out" "$name")" = done ]; then
     echo "=== reproduce.sh: step $step of ${#steps[@]}: $title: done before, not run again ==="
     return
   fi

@@ -5,6 +5,7 @@ its steps and how long each took, and its estimate. reproduce.sh keeps it; --res
 
   manifest.py init DIR --profile P --build B [--virtual-build V] --steps a,b,.. --estimate S --args ARGS...
   manifest.py step DIR NAME STATUS [SECONDS]     STATUS: running, done, failed, skipped
+  manifest.py status DIR NAME                    a step's status
   manifest.py finish DIR
   manifest.py resume DIR                         the arguments the run was started with, one per
                                                  line, or exit 2 saying why it cannot be resumed
@@ -154,6 +155,11 @@ def cmd_step(a) -> int:
     return 0
 
 
+def cmd_status(a) -> int:
+    print(next((s["status"] for s in load(a.dir)["steps"] if s["name"] == a.name), ""))
+    return 0
+
+
 def cmd_finish(a) -> int:
     data = load(a.dir)
     data["finished"] = now()
@@ -247,6 +253,9 @@ def main(argv=None) -> int:
     p.add_argument("name")
     p.add_argument("status", choices=("running", "done", "failed", "skipped"))
     p.add_argument("seconds", type=float, nargs="?")
+    p = sub.add_parser("status")
+    p.add_argument("dir", type=Path)
+    p.add_argument("name")
     p = sub.add_parser("finish")
     p.add_argument("dir", type=Path)
     p = sub.add_parser("resume")
@@ -263,7 +272,7 @@ def main(argv=None) -> int:
     p.add_argument("--only", action="store_true", help="the sweep only (--only)")
     p.add_argument("--no-calibration", action="store_true", help="the reference machine's speed")
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "step": cmd_step, "finish": cmd_finish, "resume": cmd_resume,
+    return {"init": cmd_init, "step": cmd_step, "status": cmd_status, "finish": cmd_finish, "resume": cmd_resume,
             "check-build": cmd_check_build, "estimate": cmd_estimate}[a.cmd](a)
 
 
