@@ -118,12 +118,13 @@ LOCALITY_TARGETS = {"runs_home": 0.95, "moved_remote_vs_flat": 0.10}
 # plot, claims, paper, report as measured); micro, net, trace and virtual are that run's times
 # scaled to the shorter benchmark times and the smaller default plans that followed it (micro,
 # net and the tracer at 0.4 to 0.6 of their benchmark time; the hierarchy's 1,320 runs of
-# 2,520 and the sensitivity's eight repetitions of ten).
+# 2,520 and the sensitivity's eight repetitions of ten); preempt, in both, with the four
+# whole-program workloads added after them at their flat 2-P sweep times.
 CALIBRATION = ("fib", "default", 0.13)
 STEP_SECONDS = {
-    "quick": {"sweep": 3, "ablation": 1, "micro": 30, "preempt": 77, "net": 45, "numa": 10, "trace": 19,
+    "quick": {"sweep": 3, "ablation": 1, "micro": 30, "preempt": 85, "net": 45, "numa": 10, "trace": 19,
               "virtual": 12, "plot": 7, "claims": 1, "paper": 7, "report": 2},
-    "default": {"sweep": 941, "ablation": 142, "micro": 190, "preempt": 184, "net": 130, "numa": 68, "trace": 70,
+    "default": {"sweep": 941, "ablation": 142, "micro": 190, "preempt": 215, "net": 130, "numa": 68, "trace": 70,
                 "virtual": 900, "plot": 11, "claims": 1, "paper": 5, "report": 1},
 }
 REFERENCE_SWEEP_RUNS = {"quick": 228, "default": 1068}

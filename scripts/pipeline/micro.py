@@ -124,6 +124,10 @@ GO_RUNS = [
     ("^BenchmarkSkynet$", "2"),
     ("^BenchmarkTimerWake$", "2"),
 ]
+# The control for Go's garbage collector: create_and_run again with GOGC=off, so that the gap to
+# Go's create-and-run can be split into what the collector costs and what it does not. Its
+# results are kept as "go_gcoff" beside "go".
+GO_GCOFF_RUNS = [("^BenchmarkCreateGoroutines$", "1")]
 GO_NAMES = {
     "BenchmarkYieldPing": "yield_ping",
     "BenchmarkCreateGoroutines": "create_and_run",
@@ -227,11 +231,13 @@ def main() -> int:
 
         go_binary = build_go_twin(runner, build_dir, notes)
         go = run_go_twin(runner, go_binary) if go_binary else {}
+        go_gcoff = (run_go_twin(runner, go_binary, GO_GCOFF_RUNS, os.environ | {"GOGC": "off"})
+                    if go_binary else {})
     except BenchmarkFailure as failure:
         print(f"micro.py: benchmark failed: {failure}", file=sys.stderr)
         return 1
 
-    write_results(args.out, settings, runner.commands, nugo, go, fiber, notes)
+    write_results(args.out, settings, runner.commands, nugo, go, fiber, notes, go_gcoff)
     return 0
 
 
@@ -244,14 +250,16 @@ def render_saved(out: Path) -> int:
                    for side in ("nugo", "go", "fiber")}
     except (OSError, ValueError, KeyError, TypeError) as e:
         return usage_error(f"--render: cannot read the medians in {saved_path}: {e}")
+    go_gcoff = {name: Measurement(**m) for name, m in saved["medians"].get("go_gcoff", {}).items()}
     write_results(out, settings, saved.get("commands", []), results["nugo"], results["go"],
-                  results["fiber"], saved.get("extra_notes", []))
+                  results["fiber"], saved.get("extra_notes", []), go_gcoff)
     return 0
 
 
 def write_results(out: Path, settings: Settings, commands: list[str],
                   nugo: dict[str, Measurement], go: dict[str, Measurement],
-                  fiber: dict[str, Measurement], notes: list[str]) -> None:
+                  fiber: dict[str, Measurement], notes: list[str],
+                  go_gcoff: dict[str, Measurement] | None = None) -> None:
     rows = comparison_rows(nugo, go, fiber)
     footnotes = table_footnotes(settings) + notes
     print(render_text_table(rows))
@@ -270,6 +278,7 @@ def write_results(out: Path, settings: Settings, commands: list[str],
                     "nugo": {k: asdict(v) for k, v in nugo.items()},
                     "go": {k: asdict(v) for k, v in go.items()},
                     "fiber": {k: asdict(v) for k, v in fiber.items()},
+                    "go_gcoff": {k: asdict(v) for k, v in (go_gcoff or {}).items()},
                 },
                 "rows": [asdict(row) | {"verdict": row.verdict()} for row in rows],
                 "notes": footnotes,
@@ -415,16 +424,17 @@ def build_go_twin(runner: Runner, build_dir: Path, notes: list[str]) -> Path | N
     return test_binary
 
 
-def run_go_twin(runner: Runner, test_binary: Path) -> dict[str, Measurement]:
+def run_go_twin(runner: Runner, test_binary: Path, runs: list[tuple[str, str]] = GO_RUNS,
+                env: dict[str, str] | None = None) -> dict[str, Measurement]:
     times: dict[str, list[float]] = {}
     rss: dict[str, list[float]] = {}
     others: dict[str, dict[str, list[float]]] = {}
-    for bench_regex, cpus in GO_RUNS:
+    for bench_regex, cpus in runs:
         command = [str(test_binary), "-test.run", "^$", "-test.bench", bench_regex,
                    "-test.cpu", cpus, "-test.count", str(runner.settings.repetitions)]
         if runner.settings.go_benchtime:
             command += ["-test.benchtime", runner.settings.go_benchtime]
-        for name, metrics in parse_go_bench_output(runner.run(command)):
+        for name, metrics in parse_go_bench_output(runner.run(command, env=env)):
             times.setdefault(name, []).append(metrics["ns/op"])
             if RSS_COUNTER in metrics:
                 rss.setdefault(name, []).append(metrics[RSS_COUNTER])

@@ -29,8 +29,8 @@ and the range over rounds. Every subprocess has a timeout: a hung runtime is a
 failure, not a hung script.
 
 Preemption's cost on whole programs: BUILD/experiments/nugo-workload runs the
-sweep's workloads that do not need preemption to progress (fib, skynet, uts,
-mergesort, triad, stencil, sieve, fanin; small sizes with --quick) at 2 Ps bound
+sweep's workloads that do not need preemption to progress (all but
+pingpong_hogs: twelve; small sizes with --quick) at 2 Ps bound
 one to a CPU, with asynchronous preemption off (NUGO_DEBUG=asyncpreemptoff=1)
 and at 10 ms, 1 ms and 200 us slices (NUGO_TIMESLICE), R rounds, each round's
 configurations in a random order (--seed). A ratio is taken within a round,
@@ -60,7 +60,8 @@ TIMEOUT_S = 300
 # Preemption's cost on whole programs: the sweep's workloads that do not need preemption to make
 # progress (pingpong_hogs does: without it, its hogs starve the ping-pong), each run with
 # asynchronous preemption off and at three slices, at 2 Ps bound one to a CPU.
-WHOLE_WORKLOADS = ["fib", "skynet", "uts", "mergesort", "triad", "stencil", "sieve", "fanin"]
+WHOLE_WORKLOADS = ["fib", "skynet", "uts", "nqueens", "mergesort", "triad", "triad_skew", "stencil", "spmv",
+                   "histogram", "sieve", "fanin"]
 WHOLE_CONFIGS = {"off": {"NUGO_DEBUG": "asyncpreemptoff=1"}, "10ms": {"NUGO_TIMESLICE": "10ms"},
                  "1ms": {"NUGO_TIMESLICE": "1ms"}, "200us": {"NUGO_TIMESLICE": "200us"}}
 WHOLE_PROCS = 2

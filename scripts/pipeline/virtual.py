@@ -166,7 +166,7 @@ def scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows, se
     plan = [((w, p), w, virtual_env(NUGO_MODE="flat", NUGO_PROCS=p, NUGO_TOPOLOGY=topology, NUGO_SEED=rep))
             for w in workloads for p in cpu_counts for rep in range(1, reps + 1)]
     groups = run_all(exe, plan, size, progress, rows, "scaling", seed)
-    table, curves, broken = [], {}, []
+    table, broken = [], []
     for w in workloads:
         t = {p: explib.spread([r["seconds"] for r in groups[(w, p)]]) for p in cpu_counts}
         steals = {p: statistics.median(r["steals"] for r in groups[(w, p)]) for p in cpu_counts}
@@ -197,7 +197,6 @@ def scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows, se
                                         f"(k {f(k)}, {steals[p] / (p * d):.3g} here)" if d else "")):
                 if not ok:
                     broken.append(f"{w} at {p} virtual CPUs: {what}")
-            curves.setdefault(w, []).append((p, ratio, lo, hi))
             fitted = p in fit
             table.append([w, p, f"{tp * 1e3:.3f} ({t[p].lo * 1e3:.3f}-{t[p].hi * 1e3:.3f})",
                           f"{ratio:.2f} ({lo:.2f}-{hi:.2f})", f"{ratio / p:.2f}",
@@ -208,7 +207,7 @@ def scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows, se
                           "-" if steal_bound is None else f"{steal_bound:.0f}" + (" (fit)" if fitted else "")
                           + ("" if steal_ok else " NO"),
                           f"{threads[p]:.0f}"])
-    return table, curves, broken
+    return table, broken
 
 
 def determinism(exe, size, reps, progress, rows, seed):
@@ -226,29 +225,16 @@ def determinism(exe, size, reps, progress, rows, seed):
     return out, env, facts
 
 
-def plot(curves, cpu_counts, path: Path, machine: str, reps: int) -> str:
+def plot(data: dict, path: Path) -> str:
+    """The speedup figure, drawn as plot.py draws it (pipeline/figures/virtual_validation.py) from
+    the same data as virtual.json holds."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+        from pipeline.figures.virtual_validation import speedup_figure
+    except ImportError:  # matplotlib
         return "(no figure: python3-matplotlib is missing; run with /usr/bin/python3)"
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for workload, pts in curves.items():
-        xs, ys = [p for p, *_ in pts], [r for _, r, _, _ in pts]
-        ax.errorbar(xs, ys, yerr=[[r - lo for _, r, lo, _ in pts], [hi - r for _, r, _, hi in pts]],
-                    marker="o", capsize=2, label=workload)
-    ax.plot(cpu_counts, cpu_counts, linestyle=":", color="gray", label="linear")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("virtual CPUs")
-    ax.set_ylabel("speedup over 1 virtual CPU")
-    ax.set_title("VIRTUAL: nugo in virtual time, 384-PU 24-node machine", fontsize=9)
-    ax.text(0.01, -0.2, f"virtual time on {machine}; flat mode; medians of {reps} runs, bars from the "
-            "ends of the 95% intervals; scripts/pipeline/virtual.py", transform=ax.transAxes, fontsize=6)
-    ax.legend(fontsize=8)
+    fig, _, _ = speedup_figure(data)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=130)
     return f"![speedup]({path.name})"
 
 
@@ -281,14 +267,16 @@ def main() -> int:
     rows = []
     try:
         agree = agreement(exe, size, reps, progress, rows, args.seed)
-        scale, curves, broken = scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows,
-                                        args.seed + 1)
+        scale, broken = scaling(exe, size, cpu_counts, topology, workloads, reps, progress, rows, args.seed + 1)
         det, det_env, det_facts = determinism(exe, size, reps, progress, rows, args.seed + 2)
     except explib.Failed as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    figure = plot(curves, cpu_counts, args.out / "speedup.png", machine, reps)
+    settings = {"quick": args.quick, "full": args.full, "repetitions": reps, "size": size,
+                "topology": topology, "cpu_counts": cpu_counts, "order_seed": args.seed,
+                "model": catalogue.VIRTUAL_MODEL, "virtual_setting": catalogue.virtual_setting()}
+    figure = plot({"settings": settings, "scaling": scale, "runs": rows}, args.out / "speedup.png")
     inconclusive = [f"{r[0]} at {r[1]} P" for r in agree if r[5].startswith("inconclusive")]
     md = [f"# Virtual time: validation ({'quick' if args.quick else 'full' if args.full else 'default'} run)", "",
           f"Made by `{explib.quote(sys.argv)}` on {machine}; every run is in virtual.json with its "
@@ -326,10 +314,7 @@ def main() -> int:
                       {"machine": machine, "virtualization": virt, "runs": rows,
                        "agreement": agree, "scaling": scale, "determinism": det,
                        "determinism_facts": det_facts, "broken": broken, "inconclusive": inconclusive},
-                      {"quick": args.quick, "full": args.full, "repetitions": reps, "size": size,
-                       "topology": topology, "cpu_counts": cpu_counts, "order_seed": args.seed,
-                       "model": catalogue.VIRTUAL_MODEL, "virtual_setting": catalogue.virtual_setting()},
-                      [explib.quote(sys.argv)])
+                      settings, [explib.quote(sys.argv)])
     print("\n".join(md))
     print(f"{PROG}: wrote {args.out}/virtual.md, virtual.json and speedup.png")
     return 0

@@ -12,7 +12,7 @@
 // (nugo's Ps' CPUs; else the usable CPUs in order).
 //
 // The departures from Go's programs, all forced by Boost.Fiber:
-//   - skynet (skynet.hpp): 16 KiB stacks and a buffered channel of 16 per parent;
+//   - skynet (skynet.hpp): pooled 16 KiB stacks and a buffered channel of 16 per parent;
 //   - the hogs of pingpong_hogs yield every 1,000 iterations (this_fiber::yield): a fiber is
 //     never preempted, so a hog that did not yield would keep its thread until the end, and
 //     with a hog per thread the ping-pong pair would never run again. nugo and Go preempt the

@@ -7,7 +7,11 @@ from __future__ import annotations
 import statistics
 
 from pipeline import explib
-from pipeline.figures.common import Run, MEMORY, ARM_STYLE, MEASURED_PENALTY, tex, plt
+from pipeline.figures.common import Run, MEMORY, ARM_STYLE, MEASURED_PENALTY, legend_below, tex, plt
+
+# Each arm's marker and line in the penalty figure, so that the arms differ in grayscale too.
+ARM_MARK = {"neither": ("s", "--"), "placement": ("^", "-."), "hierarchy": ("D", ":"), "both": ("o", "-"),
+            "pinned": ("v", (0, (5, 1, 1, 1, 1, 1)))}
 
 # Every \\num macro this module writes.
 MACROS = (
@@ -77,16 +81,20 @@ def draw(p: Run) -> None:
     p.number("AblationPenaltyShown", shown, src)
     differ_pairs = [0, 0]  # kernel-arm ratios at the shown penalty whose band excludes one, of all
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig = plt.figure(figsize=(7.0, 3.3))
+    grid = fig.add_gridspec(2, 2, height_ratios=(1.0, 0.1))
+    left, right = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
     width = 0.8 / len(arms)
     for i, a in enumerate(arms):
-        remote, speed, lo, hi = [], [], [], []
+        remote, speed, lo, hi, had_remote, had_speed = [], [], [], [], [], []
         for w in workloads:
             mine = [r for r in rows if r["workload"] == w and r["arm"] == a and float(r["latency_penalty"]) == base]
             fr = [int(r["remote_blocks"]) / int(r["blocks"]) for r in mine if int(r["blocks"] or 0)]
             remote.append(100 * statistics.median(fr) if fr else 0)
+            had_remote.append(bool(fr))
             f, s = spr.get((t, n, w, "flat", shown)), spr.get((t, n, w, a, shown))
             ratio = explib.ratio_interval(f, s) if f and s else (0, 0, 0)
+            had_speed.append(bool(f and s))
             speed.append(ratio[0])
             lo.append(ratio[0] - ratio[1])
             hi.append(ratio[2] - ratio[0])
@@ -95,6 +103,16 @@ def draw(p: Run) -> None:
         right.bar(xs, speed, width, color=ARM_STYLE[a], hatch="///" if over else None, edgecolor="black" if over else None,
                   linewidth=0, label=a)
         right.errorbar(xs, speed, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+        # A bar of height 0 is invisible: a measured zero is labelled 0, a missing value n/a,
+        # so that neither reads as the other.
+        for x, v, had in zip(xs, remote, had_remote):
+            if not had or v == 0:
+                left.text(x, 1, "0" if had else "n/a", ha="center", va="bottom", fontsize=7, color=ARM_STYLE[a],
+                          rotation=0 if had else 90, fontweight="bold")
+        for x, had in zip(xs, had_speed):
+            if not had:
+                right.text(x, 0.03, "n/a", ha="center", va="bottom", fontsize=7, rotation=90,
+                           transform=right.get_xaxis_transform())
         # The figure's own numbers: each kernel's median at the lowest penalty, averaged over
         # the kernels (pooling the blocks would let the kernel with the most blocks decide).
         p.number(f"AblationRemote{a.title()}", statistics.mean(remote) if remote else None, src, percent=True)
@@ -110,15 +128,16 @@ def draw(p: Run) -> None:
     p.number("AblationDifferShown", differ_pairs[0], src)
     p.number("AblationPairsShown", differ_pairs[1], src)
     for ax in (left, right):
-        ax.set_xticks(range(len(workloads)), workloads, fontsize=7)
-    left.set_ylabel("blocks worked away from home (%)")
+        ax.set_xticks(range(len(workloads)), [w.replace("_", "_\n") for w in workloads], fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+    left.set_ylabel("blocks worked away\nfrom home (%)", fontsize=8)
     left.set_ylim(0, 100)
-    left.set_title(f"Where the work ran (counts, median run), penalty {base:g}", fontsize=8)
+    left.set_title(f"Where the work ran (counts), penalty {base:g}", fontsize=9)
     right.axhline(1.0, color="black", linewidth=0.8)
     right.set_ylim(bottom=0)
-    right.set_ylabel("flat time / arm time")
-    right.set_title(f"PROJECTION under the latency model, remote penalty {shown:g}", fontsize=8)
-    left.legend(fontsize=6, ncol=2)
+    right.set_ylabel("flat time / arm time", fontsize=8)
+    right.set_title(f"PROJECTION (latency model), penalty {shown:g}", fontsize=9)
+    legend_below(fig, grid[1, :], *left.get_legend_handles_labels(), ncol=len(arms))
     fig.suptitle(f"Ablation: placement and the stealing hierarchy, EMULATED {t}, {n} Ps"
                  + (" (OVERSUBSCRIBED)" if over else ""), fontsize=9)
     p.save(fig, "ablation",
@@ -130,41 +149,53 @@ def draw(p: Run) -> None:
               f"on a node other than their data's (median over the repetitions at penalty {base:g}, where the model "
               "charges nothing): a count of what the scheduler did, not a modelled time. Right: flat time over the arm's time under the EMULATED memory "
               f"latency model at a remote/local penalty of {shown:g}, a PROJECTION under the model, not a "
-              "measurement; error bars from the ends of the two medians' 95\% bootstrap intervals"
+              "measurement; error bars from the ends of the two medians' 95\% bootstrap intervals. A bar labelled 0 "
+              "is a measured zero (no block worked away from home); n/a: no run"
               + ("; hatched: more Ps than CPUs, not quoted" if over else "") + f". Results: \\texttt{{{src}}}.")
 
-    fig, axes = plt.subplots(1, len(workloads), figsize=(2.3 * len(workloads), 3.0))
-    axes = axes if len(workloads) > 1 else [axes]
+    # Full width, one panel per kernel, one legend for all below them.
+    fig = plt.figure(figsize=(7.0, 2.9))
+    grid = fig.add_gridspec(2, len(workloads), height_ratios=(1.0, 0.1))
+    axes = [fig.add_subplot(grid[0, i]) for i in range(len(workloads))]
+    others = [a for a in arms if a != "flat"]
+    # each arm a little to the side of the others at one penalty, so that no bar hides another
+    step = (penalties[-1] - penalties[0]) * 0.04 if len(penalties) > 1 else 0.04
     top = 1.0
     for ax, w in zip(axes, workloads):
-        for a in arms:
-            if a == "flat":
-                continue
+        for i, a in enumerate(others):
             pts = [(r_, *explib.ratio_interval(spr[(t, n, w, "flat", r_)], spr[(t, n, w, a, r_)])) for r_ in penalties
                    if (t, n, w, "flat", r_) in spr and (t, n, w, a, r_) in spr]
             if not pts:
                 continue
-            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            xs = [p[0] + (i - (len(others) - 1) / 2) * step for p in pts]
+            ys = [p[1] for p in pts]
             top = max(top, *[p[3] for p in pts])
+            marker, line = ARM_MARK.get(a, ("o", "-"))
             ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]], color=ARM_STYLE[a],
-                        marker="o", markersize=3, linewidth=1, capsize=1.5, label=a,
-                        markerfacecolor="none" if over else ARM_STYLE[a])
+                        marker=marker, markersize=4, linestyle=line, linewidth=1, elinewidth=0.7, capsize=2,
+                        label=a, markerfacecolor="none" if over else ARM_STYLE[a], markeredgecolor=ARM_STYLE[a])
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.axvline(MEASURED_PENALTY, color="gray", linestyle=":", linewidth=0.8)
-        ax.set_title(w, fontsize=8)
-        ax.set_xlabel("remote/local penalty", fontsize=7)
-    for ax in axes:  # one scale for every kernel, from 0, every interval inside it
+        ax.set_title(w, fontsize=9)
+        ax.set_xticks(penalties, [f"{r_:g}" for r_ in penalties], fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_xlabel("penalty", fontsize=8)
+    for i, ax in enumerate(axes):  # one scale for every kernel, from 0, every interval inside it
         ax.set_ylim(0, top * 1.05)
-    axes[0].set_ylabel("flat time / arm time")
-    axes[-1].legend(fontsize=6)
-    fig.suptitle(f"Speedup over flat against the model's remote penalty: a PROJECTION (EMULATED {t}, {n} Ps)",
+        if i:
+            ax.tick_params(labelleft=False)
+    axes[0].set_ylabel("flat time / arm time", fontsize=8)
+    legend_below(fig, grid[1, :], *axes[0].get_legend_handles_labels(), ncol=len(others))
+    fig.suptitle(f"Speedup over flat against the remote/local penalty: a PROJECTION (EMULATED {t}, {n} Ps)",
                  fontsize=9)
     p.save(fig, "penalty",
-              "Each arm's speedup over the flat arm as the latency model's remote/local penalty grows from 1.0 "
-              "(uniform memory: the scheduling alone) to 3.0; the dotted line is 1.74, a remote/local DRAM "
+              "Each arm's speedup over the flat arm as the latency model's remote/local penalty grows from "
+              f"{penalties[0]:.1f} (uniform memory: the scheduling alone) to {penalties[-1]:.1f}; the dotted line is "
+              f"{MEASURED_PENALTY:g}, a remote/local DRAM "
               "latency ratio for 2-socket Cascade Lake from the project's reference notes (an input, not traced to "
               "a primary source). EMULATED topology and memory latency: every point is a "
-              "PROJECTION under the model; error bars from the ends of the two medians' 95\% bootstrap intervals. "
+              "PROJECTION under the model; error bars from the ends of the two medians' 95\% bootstrap intervals; "
+              "each arm with its own marker and line, set a little to the side of the others at each penalty. "
               f"Results: \\texttt{{{src}}}.")
 
     # Fork-join on uniform memory: where NUMA mode's speedup over flat comes from.

@@ -30,6 +30,11 @@ MODE_STYLE = {"flat": ("tab:blue", "-"), "numa": ("tab:red", "-"), "go": ("tab:g
 PEER_STYLE = {"go": ("Go 1.19", "tab:gray"), "tbb": ("oneTBB", "tab:green"), "omp": ("OpenMP (libgomp)", "tab:orange"),
               "fiber": ("Boost.Fiber", "tab:purple")}
 KINDS = ("compute", "memory", "communication")
+# Twins that compute the same result by another program (experiments/baselines/README.md, "How
+# each kernel is written"): oneTBB's and OpenMP's skynet return the sums through the join instead
+# of sending them over a channel per parent, so they time a fork-join, not skynet's channels.
+# Shown (marked) in the peers table, left out of the per-kind geometric means the paper quotes.
+OTHER_PROGRAM = {("skynet", "tbb"), ("skynet", "omp")}
 # Published 2-socket remote/local DRAM latency (../shared/reference/numa-and-peers.md: Intel
 # MLC on Cascade Lake 1.74x, Ice Lake 1.60x), beside the latency model's factor. (No band of
 # "published speedups" is drawn: it would join "up to" maxima of papers with different
@@ -251,3 +256,11 @@ class Run:
         for name in ("Virtual", "Peers", "Sensitivity", "Hierarchy"):
             tables.append(f"\\newcommand{{\\table{name}}}{{%\n{self.tables.get(name, 'n/a')}}}")
         (self.generated / "tables.tex").write_text("\n".join(tables) + "\n")
+
+
+def legend_below(fig, cell, handles, labels, ncol: int) -> None:
+    """A legend for every panel in its own row of the grid (CELL, an empty axes' place), where
+    it hides no data; in an axes, not the figure, so that Run.save's tight_layout keeps room for it."""
+    ax = fig.add_subplot(cell)
+    ax.axis("off")
+    ax.legend(handles, labels, loc="center", ncol=ncol, fontsize=8, frameon=False)

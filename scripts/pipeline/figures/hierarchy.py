@@ -5,11 +5,12 @@ so that grep finds where a number comes from; Run.number refuses any other."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import matplotlib.lines
 import matplotlib.ticker
 
-from pipeline.figures.common import Run, tex, plt
+from pipeline.figures.common import Run, legend_below, tex, plt
 from pipeline.hierarchy import LEVELS
 
 # Every \\num macro this module writes: the settings, and for each question of the trial
@@ -77,8 +78,14 @@ def draw(p: Run) -> None:
         + "\n".join(body) + "\n\\bottomrule\n\\end{tabular}")
     # One panel per machine: each drawn contrast's ratio with its interval, per workload, a
     # colour per level; a filled marker where the difference stands after Holm.
-    fig, axes = plt.subplots(1, len(machines), figsize=(3.2 * len(machines) + 1, 3.6), sharey=True, squeeze=False)
-    for ax, m in zip(axes[0], machines):
+    # One row per machine, full width (the rows' workloads side by side would need 8 pt labels
+    # a third as wide), the legend in a row of its own below: none over a point.
+    fig = plt.figure(figsize=(7.0, 1.9 * len(machines) + 1.2))
+    grid = fig.add_gridspec(len(machines) + 1, 1, height_ratios=[1.0] * len(machines) + [0.12])
+    axes = []
+    for row, m in enumerate(machines):
+        ax = fig.add_subplot(grid[row], sharey=axes[0] if axes else None)
+        axes.append(ax)
         cs = [c for c in comparisons if c["machine"] == m and c["contrast"] in DRAWN]
         keys = sorted({(c["contrast"], c["workload"]) for c in cs}, key=lambda k: (list(DRAWN).index(k[0]), k[1]))
         for i, level in enumerate(LEVELS):
@@ -88,20 +95,34 @@ def draw(p: Run) -> None:
                     continue
                 xs = x + (i - 1) * 0.22
                 ax.errorbar([xs], [c["ratio"]], yerr=[[c["ratio"] - c["ci95"][0]], [c["ci95"][1] - c["ratio"]]],
-                            fmt=DRAWN[key[0]], color=f"C{i}", markersize=4, elinewidth=0.6, capsize=1,
+                            fmt=DRAWN[key[0]], color=f"C{i}", markersize=4, elinewidth=0.7, capsize=1.5,
                             markerfacecolor=f"C{i}" if c["differs"] else "white")
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.125, 0.25, 0.5, 1, 2, 4, 8]))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xticks(range(len(keys)), [f"{k[0]}\n{k[1]}" for k in keys], fontsize=5, rotation=90)
-        ax.set_title(m, fontsize=8)
-    axes[0][0].set_ylabel("time ratio (> 1: the second arm is faster)")
-    handles = [matplotlib.lines.Line2D([], [], color=f"C{i}", marker="o", linestyle="", markersize=4, label=level)
+        ax.tick_params(axis="y", labelsize=8)
+        # the workload under each point, the contrast once over its group, groups apart
+        ax.set_xticks(range(len(keys)), [k[1] for k in keys], fontsize=7.5, rotation=90)
+        ax.set_xlim(-0.6, len(keys) - 0.4)
+        for contrast in DRAWN:
+            xs = [x for x, k in enumerate(keys) if k[0] == contrast]
+            if not xs:
+                continue
+            if xs[0]:
+                ax.axvline(xs[0] - 0.5, color="gray", linewidth=0.6, linestyle=":")
+            ax.text((xs[0] + xs[-1]) / 2, 1.02, textwrap.fill(contrast, 11), transform=ax.get_xaxis_transform(), ha="center",
+                    va="bottom", fontsize=8)
+        ax.set_ylabel(m, fontsize=9, fontweight="bold")
+    fig.supylabel("time ratio (> 1: the second arm is faster)", fontsize=9)
+    handles = [matplotlib.lines.Line2D([], [], color=f"C{i}", marker="o", linestyle="", markersize=5,
+                                       label=f"level: {level}")
                for i, level in enumerate(LEVELS)]
-    axes[0][0].legend(handles=handles, fontsize=6, title="level", title_fontsize=6)
-    fig.suptitle("VIRTUAL TIME: the stealing hierarchy's parts, one P per virtual CPU", fontsize=8)
+    handles.append(matplotlib.lines.Line2D([], [], color="black", marker="o", linestyle="", markersize=5,
+                                           markerfacecolor="white", label="open: no difference after Holm"))
+    legend_below(fig, grid[-1], handles, [h.get_label() for h in handles], ncol=len(handles))
+    fig.suptitle("VIRTUAL TIME: the stealing hierarchy's parts, one P per virtual CPU", fontsize=9)
     p.save(fig, "hierarchy",
            "VIRTUAL TIME, not hardware: the stealing hierarchy's parts on the real machines' shapes "
            f"{tex(', '.join(machines))} at one P per virtual CPU, {tex(settings['size'])} sizes, "

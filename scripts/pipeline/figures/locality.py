@@ -4,7 +4,7 @@ MACROS names every macro this module writes (\\num<name> in the paper), each lit
 so that grep finds where a number comes from; Run.number refuses any other."""
 from __future__ import annotations
 
-from pipeline.figures.common import Run, plt
+from pipeline.figures.common import MODE_STYLE, Run, legend_below, plt
 
 # Every \\num macro this module writes.
 MACROS = (
@@ -45,47 +45,78 @@ def draw(p: Run) -> None:
     if not acc:
         p.missing.append("locality (no multi-node runs)")
         return
-    topologies = sorted({k[0] for k in acc})
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
-    labels, same, remote = [], [], []
-    for t in topologies:
-        for mode in ("flat", "numa"):
-            # at two Ps per node, as the macros: with one P per node every steal is remote
-            a = acc.get((t, mode, 2 * p.nodes(t))) or acc.get((t, mode))
-            if a:
-                total = max(a["same"] + a["remote"], 1)
-                labels.append(f"{t}\n{mode}")
-                same.append(a["same"] / total)
-                remote.append(a["remote"] / total)
-    x = range(len(labels))
-    left.bar(x, same, color="tab:green", label="same node")
-    left.bar(x, remote, bottom=same, color="tab:orange", label="remote node")
-    left.set_xticks(list(x), labels, fontsize=7)
-    left.set_ylabel("share of steals")
-    left.legend(fontsize=7)
-    left.set_title("Where thieves stole from", fontsize=9)
-    distances = sorted({d for v in by_distance.values() for d in v})
-    width = 0.8 / max(len(by_distance), 1)
-    # One colour per topology, NUMA mode hatched; a log axis, on which a count of 0 has no bar.
-    colors = {t: f"C{i}" for i, t in enumerate(sorted({t for t, _ in by_distance}))}
-    for i, ((t, mode), d) in enumerate(sorted(by_distance.items())):
-        xs = [j + i * width for j, k in enumerate(distances) if d.get(k, 0) > 0]
-        right.bar(xs, [d[k] for k in distances if d.get(k, 0) > 0], width, label=f"{t} {mode}",
-                  color=colors[t], edgecolor="black", linewidth=0.5,
-                  hatch="///" if mode == "numa" else None)
-    right.set_xticks([j + width * (len(by_distance) - 1) / 2 for j in range(len(distances))],
-                     [str(k) for k in distances])
-    right.set_xlabel("distance (distance matrix) between the nodes")
-    right.set_ylabel("goroutines moved across nodes")
-    right.set_yscale("log")
-    right.set_ylim(bottom=0.8)  # every bar from 1 up
-    right.legend(fontsize=6)
-    right.set_title("Moves across nodes by distance (compute, communication)", fontsize=9)
+    # By node count (not by name, which puts 24node before 2node).
+    topologies = sorted({k[0] for k in acc}, key=lambda t: (p.nodes(t), t))
+    moved = [t for t in topologies if any(by_distance.get((t, m)) for m in ("flat", "numa"))]
+    # Full width: the two shares on top, one small panel of moves per topology below (each
+    # topology's distances on its own axis, not mixed with another's).
+    fig = plt.figure(figsize=(7.0, 4.8))
+    grid = fig.add_gridspec(3, 1, height_ratios=(1.1, 1.0, 0.12))
+    top = grid[0].subgridspec(1, 2)
+    steals_ax = fig.add_subplot(top[0])
+    home_ax = fig.add_subplot(top[1], sharey=steals_ax)
+    distances = {t: sorted({d for m in ("flat", "numa") for d in by_distance.get((t, m), {})}) for t in moved}
+    width = 0.38
+    for ax, what, title in ((steals_ax, "remote", "Steals from a remote node"),
+                            (home_ax, "home", "Goroutine runs on their home node")):
+        for j, mode in enumerate(("flat", "numa")):
+            xs, ys, texts = [], [], []
+            for i, t in enumerate(topologies):
+                # at two Ps per node, as the macros: with one P per node every steal is remote
+                a = acc.get((t, mode, 2 * p.nodes(t)))
+                total = (a["same"] + a["remote"]) if what == "remote" and a else a["runs"] if a else 0
+                x = i + (j - 0.5) * width
+                if total:
+                    share = 100 * a[what] / total
+                    xs.append(x)
+                    ys.append(share)
+                    texts.append((x, share, f"{share:.1f}%"))  # as \\num prints it
+                else:
+                    texts.append((x, 0, "n/a"))
+            ax.bar(xs, ys, width, color=MODE_STYLE[mode][0], edgecolor="black", linewidth=0.5,
+                   hatch="///" if mode == "numa" else None, label=f"{mode} mode".replace("numa", "NUMA"))
+            for x, y, text in texts:
+                ax.text(x, y + 2, text, ha="center", va="bottom", fontsize=7.5, rotation=90)
+        ax.set_xticks(range(len(topologies)), topologies, fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="y", labelsize=8)
+    steals_ax.set_ylim(0, 135)  # room above a full bar for its label
+    steals_ax.set_yticks(range(0, 101, 25))
+    steals_ax.set_ylabel("% (two Ps per node)", fontsize=8)
+    # each panel as wide as its distances need
+    bottom = grid[1].subgridspec(1, max(len(moved), 1), width_ratios=[len(distances[t]) + 1 for t in moved] or None)
+    moves_axes = [fig.add_subplot(bottom[i]) for i in range(len(moved))]
+    for i, (ax, t) in enumerate(zip(moves_axes, moved)):
+        for j, mode in enumerate(("flat", "numa")):
+            d = by_distance.get((t, mode), {})
+            # a log axis, on which a count of 0 has no bar
+            ks = [k for k, dist in enumerate(distances[t]) if d.get(dist, 0) > 0]
+            ax.bar([k + (j - 0.5) * width for k in ks], [d[distances[t][k]] for k in ks], width,
+                   color=MODE_STYLE[mode][0], edgecolor="black", linewidth=0.5,
+                   hatch="///" if mode == "numa" else None)
+        ax.set_xticks(range(len(distances[t])), [str(k) for k in distances[t]], fontsize=8)
+        ax.set_xlim(-0.8, len(distances[t]) - 0.2)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.8)  # every bar from 1 up
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_title(f"{t}: moves", fontsize=9)
+        ax.set_xlabel("node distance", fontsize=8)
+        if i:
+            ax.sharey(moves_axes[0])
+            ax.tick_params(labelleft=False)
+    if moves_axes:
+        top_count = max(c for d in by_distance.values() for c in d.values())
+        moves_axes[0].set_ylim(0.8, top_count * 4)  # headroom above the tallest bar
+        moves_axes[0].set_ylabel("goroutines moved\nacross nodes", fontsize=8)
+    legend_below(fig, grid[2, :], *steals_ax.get_legend_handles_labels(), ncol=2)
     p.save(fig, "locality",
-              "Steal locality, flat against NUMA mode, all workloads and repetitions summed: the share of "
-              "steals from a P of the same node (at two Ps per node), and goroutines moved across nodes by distance "
+              "Steal locality, flat against NUMA mode, all workloads and repetitions summed, at two Ps per node "
+              "(with one P per node every steal is remote). Top: the share of steals from a P of another node "
+              "and the share of goroutine runs on their home node, each bar labelled with its percentage; "
+              "topologies by node count, n/a where no run had two Ps per node. Bottom: goroutines moved across "
+              "nodes by distance, one panel per topology "
               "(the compute and communication workloads: the memory-bound ones place goroutines on other nodes "
-              "on purpose, with go\\_on); one colour per topology, NUMA mode hatched, log scale, no bar where "
+              "on purpose, with go\\_on); NUMA mode hatched, log scale, no bar where "
               "none moved. "
               f"Results: \\texttt{{{p.where('results.csv')}}}; " + p.provenance(topologies, memory=False)
               + ". These are counts of the scheduler's decisions; no timing is involved.")

@@ -74,8 +74,8 @@ def draw(p: Run) -> None:
     ax.axhline(1.0, color="black", linewidth=0.8)
     if any(over):  # the legend says what hatching means, when there is any
         ax.bar([0], [0], color="none", edgecolor="black", hatch="///", label="more Ps than CPUs (oversubscribed)")
-        ax.legend(fontsize=7)
-    ax.set_xticks(range(len(keys)), labels, fontsize=6, rotation=45, ha="right", rotation_mode="anchor")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over, the bars
+    ax.set_xticks(range(len(keys)), labels, fontsize=7.5, rotation=90)  # two lines upright: none overlaps its neighbour
     ax.set_ylabel("flat time / NUMA time")
     ax.set_title("Memory-bound workloads: NUMA mode over flat mode"
                  + (" (EMULATED memory latency)" if emulated else ""), fontsize=9)

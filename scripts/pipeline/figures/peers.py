@@ -5,7 +5,7 @@ so that grep finds where a number comes from; Run.number refuses any other."""
 from __future__ import annotations
 
 from pipeline import explib
-from pipeline.figures.common import Run, PEER_STYLE, KINDS, SIM, tex, plt
+from pipeline.figures.common import Run, OTHER_PROGRAM, PEER_STYLE, KINDS, SIM, tex, plt
 
 # Every \\num macro this module writes.
 MACROS = (
@@ -78,13 +78,17 @@ def draw(p: Run) -> None:
                     continue
                 flat, other = spr[("machine", w, top, "flat")], spr[("machine", w, top, m)]
                 r, lo, hi = explib.ratio_interval(flat, other)  # nugo's time over the peer's
-                cells.append(f"{'' if flat.differs(other) else SIM}{explib.fmt(r)} "
+                mark = "$^\\dagger$" if (w, m) in OTHER_PROGRAM else ""
+                cells.append(f"{'' if flat.differs(other) else SIM}{explib.fmt(r)}{mark} "
                              f"\\scriptsize({explib.fmt(lo)}--{explib.fmt(hi)})")
             body.append(f"{tex(w)} & {kind} & " + " & ".join(cells) + " \\\\")
     p.tables["Peers"] = (
         "\\begin{tabular}{llrrrr}\\toprule\n"
         "workload & kind & " + " & ".join(PEER_STYLE[m][0] for m in PEER_STYLE) + " \\\\\n\\midrule\n"
-        + "\n".join(body) + "\n\\bottomrule\n\\end{tabular}")
+        + "\n".join(body) + "\n\\bottomrule\n\\end{tabular}"
+        + ("\n\n{\\footnotesize $^\\dagger$ another program: the sums return through the join, not over "
+           "channels; left out of the geometric means.}" if any(w in {k[1] for k in spr} for w, _ in OTHER_PROGRAM)
+           else ""))
     for kind in KINDS:
         groups = sorted({(k[1], k[2]) for k in spr if k[3] == "flat" and kind_of.get(k[1]) == kind})
         shown = [m for m in runtimes if any(("machine", w, n, m) in spr for w, n in groups)]
@@ -93,7 +97,7 @@ def draw(p: Run) -> None:
         fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 0.8 * len(groups) + 1.5)), 3.6))
         width = 0.8 / len(shown)
         for i, m in enumerate(shown):
-            xs, ys, lo, hi = [], [], [], []
+            xs, ys, lo, hi, other = [], [], [], [], []
             for g, (w, n) in enumerate(groups):
                 x, flat = spr.get(("machine", w, n, m)), spr[("machine", w, n, "flat")]
                 if not x:
@@ -101,10 +105,15 @@ def draw(p: Run) -> None:
                 r, r_lo, r_hi = explib.ratio_interval(x, flat)  # the peer's time over nugo's
                 xs.append(g + (i - (len(shown) - 1) / 2) * width)
                 ys.append(r)
+                other.append((w, m) in OTHER_PROGRAM)
                 lo.append(r - r_lo)
                 hi.append(r_hi - r)
             label, color = PEER_STYLE[m]
-            ax.bar(xs, ys, width, color=color, label=label)
+            bars = ax.bar(xs, ys, width, color=color, label=label)
+            for bar, o in zip(bars, other):
+                if o:
+                    bar.set_hatch("xx")
+                    bar.set_edgecolor("black")
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
         ax.axhline(1.0, color="tab:blue", linewidth=1, label="nugo (flat mode)")
         ax.set_yscale("log")
@@ -118,13 +127,17 @@ def draw(p: Run) -> None:
                   f"The {kind} workloads: each runtime's median time over nugo's (flat mode) at the same P count "
                   "(worker threads), with the ratio's interval from the ends of the two 95\\% bootstrap "
                   "intervals; below 1 the runtime is faster than nugo. The C++ peers are bound one thread per "
-                  "CPU as nugo is; Go binds nothing. Hardware timings, real topology: "
+                  "CPU as nugo is; Go binds nothing. Cross-hatched: a twin that runs another program "
+                  "(oneTBB's and OpenMP's skynet return the sums through the join, not over channels). "
+                  "Hardware timings, real topology: "
                   f"{tex(p.machine.get('cpu_model', 'this machine'))}. "
                   f"Results: \\texttt{{{p.where('results.csv')}}}.")
         for m in shown:
             ratios = [explib.ratio_interval(spr[("machine", w, top, "flat")], spr[("machine", w, top, m)])
-                      for w, n in groups if n == top and ("machine", w, top, m) in spr]
+                      for w, n in groups if n == top and ("machine", w, top, m) in spr
+                      and (w, m) not in OTHER_PROGRAM]
             if ratios:
                 p.geomean_interval(f"Peer{m.title()}{kind.title()}", ratios,
                                       f"{p.where('results.csv')}: geometric mean of flat/{m} over "
-                                      f"{len(ratios)} {kind} workloads at {top} P")
+                                      f"{len(ratios)} {kind} workloads at {top} P (twins running "
+                                      "another program left out)")

@@ -74,9 +74,9 @@ def draw(p: Run) -> None:
     ax.bar([i + 0.2 for i in x], [s[2] for s in series], 0.4, color="tab:red", label="p99")
     ax.scatter(list(x), [s[3] for s in series], marker="_", s=400, color="black", label="configured slice", zorder=3)
     ax.set_yscale("log")
-    ax.set_xticks(list(x), [s[0] for s in series], rotation=30, ha="right", fontsize=7)
+    ax.set_xticks(list(x), [s[0] for s in series], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("wake delay (ms)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     p.save(fig, "preempt",
               "Preemption latency: how long a goroutine that became runnable waits behind CPU hogs, p50 and "
               "p99, for nugo's time slices (lock\\_hog: the hog holds a std::mutex) and for Go 1.19 "

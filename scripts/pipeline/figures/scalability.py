@@ -47,13 +47,18 @@ def draw(p: Run) -> None:
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         unit = next((r["unit"] for r in p.rows if r["workload"] == w and r["unit"]), "work")
-        ax.set_ylabel(f"{unit}/s", fontsize=7)
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("Ps", fontsize=7)
-    for ax in list(axes.flat)[len(workloads):]:
+        ax.set_ylabel(f"{unit}/s", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.yaxis.get_offset_text().set_fontsize(8)
+        ax.set_xlabel("Ps", fontsize=8)
+    spare = list(axes.flat)[len(workloads):]
+    for ax in spare:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", fontsize=7, ncol=2)
+    if spare:  # in a panel with no data, where it hides nothing
+        spare[len(spare) // 2].legend(handles, labels, loc="center", fontsize=8, ncol=1)
+    else:
+        fig.legend(handles, labels, loc="lower right", fontsize=8, ncol=2)
     fig.suptitle("Throughput (work/s) by P count: flat, NUMA mode and Go", fontsize=10)
     p.save(fig, "scalability",
               "Throughput of every workload by P count, flat mode (blue), NUMA mode (red) and the Go 1.19 "

@@ -99,14 +99,14 @@ def draw(p: Run) -> None:
                                               [ratio[k][2] - v for v, k in zip(vals, keys)]],
                 fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(keys)), [f"{w} {t}" for t, w, n in keys], fontsize=5.5, rotation=60, ha="right",
+    ax.set_xticks(range(len(keys)), [f"{w} {t}" for t, w, n in keys], fontsize=7.5, rotation=60, ha="right",
                   rotation_mode="anchor")
     ax.set_ylabel("flat time / NUMA time (virtual)")
     ax.bar([0], [0], color="tab:red", label="memory-bound (latency model charged)")
     ax.bar([0], [0], color="tab:blue", label="compute and communication")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over, the bars
     ax.set_title("VIRTUAL TIME: NUMA mode over flat mode on virtual machines of "
-                 + ", ".join(f"{t} ({n} CPUs)" for n, t in sorted({(n, t) for t, _, n in keys})), fontsize=8)
+                 + ", ".join(f"{t} ({n} CPUs)" for n, t in sorted({(n, t) for t, _, n in keys})), fontsize=9)
     reps = max(len(v) for v in groups.values())
     vmachine = json.loads((p.dir / "virtual" / "machine.json").read_text()) \
         if (p.dir / "virtual" / "machine.json").exists() else {}
