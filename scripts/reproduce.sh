@@ -198,9 +198,22 @@ exec 9>"$out/.lock"
 flock -n 9 || { echo "reproduce.sh: another reproduce.sh is writing $out" >&2; exit 2; }
 case "$out" in "$(pwd -P)"/results/*) ln -sfn "$out" results/latest ;; esac
 exec > >(tee -a "$out/reproduce.log") 2>&1
-# Killed, a run takes its running step with it (a step left running is run again on --resume).
-trap 'trap - TERM INT HUP; pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT HUP
 tee_pid=$!
+# Killed, a run takes its running step with it, down to the step's last descendant (a step left
+# running is run again on --resume). Steps run in the background and are waited for, because
+# bash runs a trap only once a foreground command has returned.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null
+}
+stop_steps() {
+  trap - TERM INT HUP
+  local child
+  for child in $(pgrep -P $$); do [ "$child" = "$tee_pid" ] || kill_tree "$child"; done
+  finish 143
+}
+trap stop_steps TERM INT HUP
 finish() {  # the exit status, once tee has written the whole log
   exec >&- 2>&-
   wait "$tee_pid" 2>/dev/null || true
@@ -240,7 +253,8 @@ run() {
   echo "=== reproduce.sh: step $step of ${#steps[@]}: $title (elapsed $(clock $((now - started))), estimate $(clock "$estimate")) ==="
   $py scripts/pipeline/manifest.py step "$out" "$name" running
   t0=$(date +%s)
-  "$3" || status=failed
+  "$3" &
+  wait $! || status=failed
   [ "$status" = failed ] && failed+=("$name")
   $py scripts/pipeline/manifest.py step "$out" "$name" "$status" $(( $(date +%s) - t0 ))
 }

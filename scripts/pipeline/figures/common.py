@@ -160,7 +160,7 @@ class Run:
         self.interval(macro, lo, hi, source)
         # In words, for the text: which side of one the whole interval lies on, if either.
         self.number(macro + "Verdict", "below one" if hi < 1 else "above one" if lo > 1 else
-                    "an interval that holds one: no difference", source)
+                    "no difference", source)
 
     def save(self, fig, name: str, caption: str) -> None:
         if self.machine.get("rehearsal"):  # never to be mistaken for a result

@@ -28,6 +28,9 @@ MACROS = (
     "MemoryRealFlatOverNuma",
     "MemoryRealFlatOverNumaCI",
     "MemoryRealFlatOverNumaVerdict",
+    "PingpongFlatOverNuma",
+    "PingpongFlatOverNumaCI",
+    "PingpongFlatOverNumaVerdict",
 )
 
 
@@ -41,6 +44,12 @@ def draw(p: Run) -> None:
         p.geomean_interval(macro, [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
                                       for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
                               p.where("results.csv"))
+    # The ping-pong beside CPU hogs alone: the one workload where NUMA mode's rule never to steal
+    # another node's runnext decides who runs beside the hogs, so the kind's mean must not hide it.
+    spr = p.spreads(lambda r: r["workload"] == "pingpong_hogs" and multi(r) and fits(r))
+    p.geomean_interval("PingpongFlatOverNuma", [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
+                                                for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
+                       p.where("results.csv") + ": flat/numa, pingpong_hogs, multi-node, not oversubscribed")
     # The one hardware answer: the memory-bound workloads on this machine's own topology, when
     # it has more than one node (n/a on a one-node machine, where only emulations ran).
     emulated = {r["topology"] for r in p.rows if r["emulated"]}
