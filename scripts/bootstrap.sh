@@ -30,7 +30,8 @@ for arg in "$@"; do
     --baselines) packages+=(golang-go libboost-fiber-dev libtbb-dev libtbbbind-2-5 wrk) ;;
     --vm) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio) ;;
     --checks) packages+=(clang libclang-rt-14-dev spin) ;;
-    --paper) packages+=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended) ;;
+    --paper) packages+=(latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended
+                        texlive-publishers texlive-pictures) ;;  # acmart; TikZ for the design figure
     -h|--help) usage ;;
     *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage ;;
   esac

@@ -310,6 +310,14 @@ step_paper() {
   fi
   if (cd "$out/paper" && latexmk -pdf -interaction=nonstopmode -halt-on-error paper.tex >latexmk.log 2>&1); then
     echo "reproduce.sh: built $out/paper/paper.pdf"
+    # The text's length in pages (acmart sigconf: at most twelve before the references). A run's
+    # numbers may lengthen tables; that is worth a warning, not a failed run.
+    refs=$(sed -n 's/^nugo-paper: the references start on page \([0-9]*\).*/\1/p' "$out/paper/paper.log" | tail -n 1)
+    if [ -n "$refs" ] && [ "$refs" -gt 13 ]; then
+      echo "reproduce.sh: warning: the paper's text runs to page $((refs - 1)) or $refs, beyond twelve pages"
+    elif [ -n "$refs" ]; then
+      echo "reproduce.sh: the paper's references start on page $refs"
+    fi
   else
     tail -n 30 "$out/paper/latexmk.log"
     return 1

@@ -55,7 +55,7 @@ def braced(text: str, start: int) -> int:
 
 def blank_names(text: str) -> str:
     """Blanks the arguments of NAME_ARGS commands (and their [options]) and the width of
-    \\resultfigure, keeping every newline so that line numbers stay right."""
+    \\resultfigure and \\resultfigurewide, keeping every newline so that line numbers stay right."""
     out = list(text)
     pattern = re.compile(r"\\(" + "|".join(NAME_ARGS) + r")\*?(\[[^\]]*\])*\{")
     for m in pattern.finditer(text):
@@ -63,7 +63,7 @@ def blank_names(text: str) -> str:
         for i in range(m.start(), end):
             if out[i] != "\n":
                 out[i] = " "
-    for m in re.finditer(r"\\resultfigure\{", text):  # its fourth argument is a width
+    for m in re.finditer(r"\\resultfigure(wide)?\{", text):  # its fourth argument is a width
         i = m.end() - 1
         for _ in range(3):
             i = braced(text, i)

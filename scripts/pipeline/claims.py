@@ -6,7 +6,7 @@ usage: scripts/pipeline/claims.py RESULTS_DIR [--catalogue paper/claims.toml] [-
 Reads the catalogue (paper/claims.toml: each claim's sentence, where it applies, the numbers it
 rests on and its test) and the run's numbers (RESULTS_DIR/generated/numbers.json, which plot.py
 writes beside numbers.tex: the values the paper prints), and writes RESULTS_DIR/claims.json and
-RESULTS_DIR/claims.md and prints the table. Each claim gets one verdict:
+RESULTS_DIR/claims.md (and, for the paper, RESULTS_DIR/generated/claims.tex) and prints the table. Each claim gets one verdict:
 
   holds            its test passes on this run's numbers
   does not hold    its test fails: a finding of the run, not an error
@@ -300,6 +300,32 @@ def markdown(judged: list[dict], counts: dict, run: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tex_text(text: str) -> str:
+    """Plain text for LaTeX: its special characters escaped."""
+    for a, b in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("$", "\\$"), ("#", "\\#"),
+                 ("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("~", "\\textasciitilde{}"), ("^", "\\^{}")):
+        text = text.replace(a, b)
+    return text
+
+
+def latex(judged: list[dict], counts: dict, run: Path) -> str:
+    """generated/claims.tex, for the paper: \\claimnote@ID for each claim (empty when it holds, else
+    ': ' and its verdict, which the paper's \\claim prints beside the claim's id), \\claimscounts and
+    \\claimstable (every claim, where it applies, its verdict on this run and its sentence)."""
+    out = [f"% scripts/pipeline/claims.py {run.name}: paper/claims.toml judged on this run (claims.md)."]
+    for c in judged:
+        note = "" if c["verdict"] == "holds" else f": {c['verdict']}"
+        out.append(f"\\expandafter\\def\\csname claimnote@{c['id']}\\endcsname{{{tex_text(note)}}}")
+    out.append("\\newcommand{\\claimscounts}{" + tex_text(", ".join(
+        f"{counts[v]} {v}" for v in (*VERDICTS, "missing") if counts.get(v))) + "}")
+    rows = [f"\\texttt{{{tex_text(c['id'])}}} & {c['where'].upper()} & {tex_text(c['verdict'])} & "
+            f"{tex_text(c['sentence'])} \\\\" for c in judged]
+    out.append("\\newcommand{\\claimstable}{%\n\\begin{tabularx}{\\textwidth}{@{}llp{0.13\\textwidth}X@{}}\\toprule\n"
+               "claim & where & verdict & sentence \\\\\n\\midrule\n" + "\n".join(rows)
+               + "\n\\bottomrule\n\\end{tabularx}}")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description="the paper's claims judged on one run")
     ap.add_argument("results", type=Path)
@@ -325,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
             "revision": facts.manifest.get("revision"), "claims": judged, "counts": counts}
     md = markdown(judged, counts, args.results.resolve())
     # Written whole or not at all: a half-written verdict must not look complete.
-    for name, text in (("claims.json", json.dumps(data, indent=1) + "\n"), ("claims.md", md)):
+    (args.results / "generated").mkdir(exist_ok=True)
+    for name, text in (("claims.json", json.dumps(data, indent=1) + "\n"), ("claims.md", md),
+                       ("generated/claims.tex", latex(judged, counts, args.results.resolve()))):
         tmp = args.results / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(args.results / name)

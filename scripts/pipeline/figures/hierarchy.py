@@ -5,11 +5,13 @@ so that grep finds where a number comes from; Run.number refuses any other."""
 from __future__ import annotations
 
 import json
+import statistics
 import textwrap
 
 import matplotlib.lines
 import matplotlib.ticker
 
+from pipeline import explib
 from pipeline.figures.common import Run, legend_below, tex, plt
 from pipeline.hierarchy import LEVELS
 
@@ -19,6 +21,8 @@ from pipeline.hierarchy import LEVELS
 QUESTIONS = {"node_first": "NodeFirst", "distance_order": "DistanceOrder", "distance_control": "DistanceControl",
              "placement": "Placement", "shipped": "Shipped"}
 MACROS = (
+    "HierarchyRunMsMax",
+    "HierarchyRunMsMin",
     "HierarchyDistanceControlComparisons",
     "HierarchyDistanceControlFaster",
     "HierarchyDistanceControlGeomean",
@@ -61,6 +65,20 @@ def draw(p: Run) -> None:
     p.number("HierarchyMachines", tex(", ".join(machines)), src)
     p.number("HierarchyRepetitions", settings["repetitions"], src)
     p.number("HierarchySize", tex(settings["size"]), src)
+    # How long the runs are, in virtual milliseconds: the least and the greatest median of an
+    # arm's runs of one workload on one machine at one level.
+    runs = p.dir / "hierarchy" / "results.csv"
+    if runs.exists():
+        times: dict[tuple, list[float]] = {}
+        for r in explib.read_results(runs):
+            if r["ok"] == 1:
+                key = (r["topology"], r["workload"], r.get("arm"), r.get("numa_policy"), r.get("latency_model"),
+                       r.get("virtual_setting"))
+                times.setdefault(key, []).append(1000 * float(r["seconds"]))
+        medians = [statistics.median(v) for v in times.values()]
+        if medians:
+            p.number("HierarchyRunMsMin", min(medians), p.where("hierarchy/results.csv"))
+            p.number("HierarchyRunMsMax", max(medians), p.where("hierarchy/results.csv"))
     for f in d["findings"]:
         name = "Hierarchy" + QUESTIONS[f["question"]]
         p.number(name + "Comparisons", f["comparisons"], src)
