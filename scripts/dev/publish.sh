@@ -15,17 +15,56 @@
 #     --procs, --topology, --build-dir, --virtual-build-dir or --rehearsal;
 #   - this clone has no uncommitted changes to paper/ (the copy must be the only change).
 # Then commit paper/ with the run's revision in the message.
+#
+#   scripts/dev/publish.sh --checked-builds RESULTS_DIR
+#
+# also accepts a run given existing builds (--build-dir, --virtual-build-dir) once each is shown
+# to be the run's revision's own: its executables are those the run recorded (run.json's build
+# id), the build is up to date with its source tree (ninja has nothing to do), and that tree's
+# build inputs (everything but paper/, docs/, scripts/, tests/data/ and *.md, tracked or not) are
+# the run's revision's. Then the executables are what a build at that revision makes, and the run
+# is one revision's as much as a run that built its own.
 set -euo pipefail
 caller=$PWD
 cd "$(dirname "$0")/../.."
-[ $# -eq 1 ] || { echo "usage: scripts/dev/publish.sh RESULTS_DIR" >&2; exit 2; }
+checked_builds=
+if [ "${1:-}" = --checked-builds ]; then checked_builds=1; shift; fi
+[ $# -eq 1 ] || { echo "usage: scripts/dev/publish.sh [--checked-builds] RESULTS_DIR" >&2; exit 2; }
 case "$1" in /*) run=$1 ;; *) run=$caller/$1 ;; esac
 [ -d "$run" ] || { echo "publish.sh: $1: no such results directory" >&2; exit 2; }
 run=$(cd "$run" && pwd)
-/usr/bin/python3 - "$run" <<'PY' || exit 2
-import json, sys
+/usr/bin/python3 - "$run" "$checked_builds" <<'PY' || exit 2
+import json, subprocess, sys
 from pathlib import Path
-run = Path(sys.argv[1])
+run, checked_builds = Path(sys.argv[1]), sys.argv[2] == "1"
+sys.path.insert(0, str(Path.cwd() / "scripts"))
+from pipeline import manifest  # noqa: E402
+# Everything a build reads from its source tree, as git pathspecs.
+BUILD_INPUTS = [".", ":!paper", ":!docs", ":!scripts", ":!tests/data", ":!*.md"]
+
+
+def build_is_revisions(kind: str, build: dict, rev: str) -> list[str]:
+    """Why the recorded build may not be the revision's own (empty when it is)."""
+    bdir = Path(build.get("dir", ""))
+    cache = bdir / "CMakeCache.txt"
+    if not cache.exists():
+        return [f"{kind} {bdir}: no CMakeCache.txt"]
+    src = next((line.split("=", 1)[1].strip() for line in cache.read_text().splitlines()
+                if line.startswith("CMAKE_HOME_DIRECTORY:")), "")
+    why = []
+    if manifest.build_id(bdir).get("id") != build.get("id"):
+        why.append(f"{kind} {bdir}: its executables are not the ones the run recorded (build id)")
+    dry = subprocess.run(["cmake", "--build", str(bdir), "--", "-n"], capture_output=True, text=True)
+    if dry.returncode != 0 or "no work to do" not in dry.stdout:
+        why.append(f"{kind} {bdir}: not up to date with its source tree {src}")
+    diff = subprocess.run(["git", "-C", src, "diff", "--quiet", rev, "--", *BUILD_INPUTS])
+    untracked = subprocess.run(["git", "-C", src, "ls-files", "--others", "--exclude-standard", "--", *BUILD_INPUTS],
+                               capture_output=True, text=True).stdout.strip()
+    if diff.returncode != 0 or untracked:
+        why.append(f"{kind} {bdir}: its source tree {src} differs from {rev[:12]} in what a build reads")
+    return why
+
+
 why = []
 try:
     m = json.loads((run / "run.json").read_text())
@@ -46,6 +85,13 @@ if m.get("profile") not in ("default", "full"):
     why.append(f"profile {m.get('profile')}: only a default or --full run is published")
 partial = [a for a in m.get("args", []) if a in ("--only", "--modes", "--procs", "--topology", "--build-dir",
                                                  "--virtual-build-dir", "--rehearsal")]
+if checked_builds and m.get("revision"):
+    for kind, arg, key in (("build", "--build-dir", "build"), ("virtual build", "--virtual-build-dir", "virtual_build")):
+        if arg in partial and m.get(key):
+            problems = build_is_revisions(kind, m[key], m["revision"])
+            why.extend(problems)
+            if not problems:
+                partial.remove(arg)
 if partial:
     why.append(f"not a complete run: {', '.join(partial)}")
 for f in ("generated/numbers.tex", "generated/numbers.json", "generated/results.md", "claims.json", "claims.md"):
