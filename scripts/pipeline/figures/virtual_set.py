@@ -62,7 +62,7 @@ MACROS = (
 def draw(p: Run) -> None:
     """NUMA mode against flat mode on the virtual set (DIR/virtual/: scripts/pipeline/sweep.py
     --topology virtual), in virtual time, and the locality targets judged there."""
-    p.na("VirtualSpeedupMemory", "VirtualSpeedupMemoryMax", "VirtualSpeedupOther", "VirtualTargetsMet",
+    p.na("VirtualRunMsMin", "VirtualRunMsMax", "VirtualSpeedupMemory", "VirtualSpeedupMemoryMax", "VirtualSpeedupOther", "VirtualTargetsMet",
             "VirtualTargetsRows", "VirtualRuns", "VirtualRowsMemory", "VirtualRowsMemoryFaster",
             "VirtualRowsOther", "VirtualRowsOtherDiffer", "VirtualRepetitions", "VirtualMaxCpus",
             "VirtualRowsOtherFaster", "VirtualRowsMemorySlower", "VirtualSpeedupMemoryFasterMin",
