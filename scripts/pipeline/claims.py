@@ -300,14 +300,6 @@ def markdown(judged: list[dict], counts: dict, run: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tex_text(text: str) -> str:
-    """Plain text for LaTeX: its special characters escaped."""
-    for a, b in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("$", "\\$"), ("#", "\\#"),
-                 ("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("~", "\\textasciitilde{}"), ("^", "\\^{}")):
-        text = text.replace(a, b)
-    return text
-
-
 def latex(judged: list[dict], counts: dict, run: Path) -> str:
     """generated/claims.tex, for the paper: \\claimnote@ID for each claim (empty when it holds, else
     ': ' and its verdict, which the paper's \\claim prints beside the claim's id), \\claimscounts and
@@ -315,11 +307,11 @@ def latex(judged: list[dict], counts: dict, run: Path) -> str:
     out = [f"% scripts/pipeline/claims.py {run.name}: paper/claims.toml judged on this run (claims.md)."]
     for c in judged:
         note = "" if c["verdict"] == "holds" else f": {c['verdict']}"
-        out.append(f"\\expandafter\\def\\csname claimnote@{c['id']}\\endcsname{{{tex_text(note)}}}")
-    out.append("\\newcommand{\\claimscounts}{" + tex_text(", ".join(
+        out.append(f"\\expandafter\\def\\csname claimnote@{c['id']}\\endcsname{{{explib.tex(note)}}}")
+    out.append("\\newcommand{\\claimscounts}{" + explib.tex(", ".join(
         f"{counts[v]} {v}" for v in (*VERDICTS, "missing") if counts.get(v))) + "}")
-    rows = [f"\\texttt{{{tex_text(c['id'])}}} & {c['where'].upper()} & {tex_text(c['verdict'])} & "
-            f"{tex_text(c['sentence'])} \\\\" for c in judged]
+    rows = [f"\\texttt{{{explib.tex(c['id'])}}} & {c['where'].upper()} & {explib.tex(c['verdict'])} & "
+            f"{explib.tex(c['sentence'])} \\\\" for c in judged]
     out.append("\\newcommand{\\claimstable}{%\n\\begin{tabularx}{\\textwidth}{@{}llp{0.13\\textwidth}X@{}}\\toprule\n"
                "claim & where & verdict & sentence \\\\\n\\midrule\n" + "\n".join(rows)
                + "\n\\bottomrule\n\\end{tabularx}}")

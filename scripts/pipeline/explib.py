@@ -355,3 +355,12 @@ def write_json(path: Path, data: dict, settings: dict, commands: list[str]) -> N
               "host": platform.node()} | data
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def tex(text) -> str:
+    """Free text (a topology name, a CPU model, a claim's sentence) made safe for TeX."""
+    out = str(text)
+    for a, b in (("\\", "/"), ("{", "("), ("}", ")"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"),
+                 ("#", "\\#"), ("$", "\\$"), ("~", "\\textasciitilde{}"), ("^", "\\textasciicircum{}")):
+        out = out.replace(a, b)
+    return out

@@ -43,13 +43,7 @@ PUBLISHED_REMOTE_LATENCY = (1.60, 1.74)
 SIM = "$\\sim$"  # a ratio whose two medians' intervals overlap: no difference
 
 
-def tex(text) -> str:
-    """Free text (a topology name, a CPU model) made safe for TeX."""
-    out = str(text)
-    for a, b in (("\\", "/"), ("{", "("), ("}", ")"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"),
-                 ("#", "\\#"), ("$", "\\$"), ("~", "\\textasciitilde{}"), ("^", "\\textasciicircum{}")):
-        out = out.replace(a, b)
-    return out
+tex = explib.tex
 
 
 class Run:

@@ -39,25 +39,26 @@ def draw(p: Run) -> None:
             "MemorySpeedupMaxFour", "MemorySpeedupBasisTwo", "MemorySpeedupBasisFour", "MemorySpeedupRowsTwo")
     multi = lambda r: p.nodes(r["topology"]) > 1  # noqa: E731
     fits = lambda r: not p.oversubscribed(r["procs"])  # noqa: E731
-    for kind, macro in (("compute", "ComputeFlatOverNuma"), ("communication", "CommunicationFlatOverNuma")):
-        spr = p.spreads(lambda r: r["kind"] == kind and multi(r) and fits(r))
-        p.geomean_interval(macro, [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
-                                      for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
-                              p.where("results.csv"))
-    # The ping-pong beside CPU hogs alone: the one workload where NUMA mode's rule never to steal
-    # another node's runnext decides who runs beside the hogs, so the kind's mean must not hide it.
-    spr = p.spreads(lambda r: r["workload"] == "pingpong_hogs" and multi(r) and fits(r))
-    p.geomean_interval("PingpongFlatOverNuma", [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
-                                                for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
-                       p.where("results.csv") + ": flat/numa, pingpong_hogs, multi-node, not oversubscribed")
-    # The one hardware answer: the memory-bound workloads on this machine's own topology, when
-    # it has more than one node (n/a on a one-node machine, where only emulations ran).
     emulated = {r["topology"] for r in p.rows if r["emulated"]}
-    spr = p.spreads(lambda r: r["kind"] == "memory" and r["topology"] not in emulated and multi(r) and fits(r))
-    p.geomean_interval("MemoryRealFlatOverNuma",
-                       [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
-                        for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
-                       p.where("results.csv") + ": geometric mean of flat/numa, memory-bound, real topology")
+    # Flat time over NUMA time, a geometric mean over the multi-node configurations that are
+    # not oversubscribed: per kind; the ping-pong beside CPU hogs alone (the one workload where
+    # NUMA mode's rule never to steal another node's runnext decides who runs beside the hogs,
+    # so the kind's mean must not hide it); and the one hardware answer, the memory-bound
+    # workloads on this machine's own topology when it has more than one node (n/a on a
+    # one-node machine, where only emulations ran).
+    means = (
+        ("ComputeFlatOverNuma", lambda r: r["kind"] == "compute", ""),
+        ("CommunicationFlatOverNuma", lambda r: r["kind"] == "communication", ""),
+        ("PingpongFlatOverNuma", lambda r: r["workload"] == "pingpong_hogs",
+         ": flat/numa, pingpong_hogs, multi-node, not oversubscribed"),
+        ("MemoryRealFlatOverNuma", lambda r: r["kind"] == "memory" and r["topology"] not in emulated,
+         ": geometric mean of flat/numa, memory-bound, real topology"),
+    )
+    for macro, pick, what in means:
+        spr = p.spreads(lambda r: pick(r) and multi(r) and fits(r))
+        p.geomean_interval(macro, [explib.ratio_interval(spr[(t, w, n, "flat")], spr[(t, w, n, "numa")])
+                                   for (t, w, n, m) in spr if m == "flat" and (t, w, n, "numa") in spr],
+                           p.where("results.csv") + what)
     spr = p.spreads(lambda r: r["workload"] in MEMORY and multi(r))
     med = {k: v.median for k, v in spr.items()}
     keys = sorted({(k[0], k[1], k[2]) for k in med if (k[0], k[1], k[2], "flat") in med and (k[0], k[1], k[2], "numa") in med})
